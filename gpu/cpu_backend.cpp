@@ -1,0 +1,714 @@
+// CPU engine: the same decode math as the CUDA kernels (GQA family and absorbed MLA), split
+// over KV chunks on a std::thread pool and merged by log-sum-exp; fp32 arithmetic, storage
+// formats decoded in software. Inner loops are written for the auto-vectoriser and cloned for
+// AVX-512 / AVX2+FMA / baseline (target_clones) where the compiler supports it.
+#include "gpu/engine.h"
+#include "gpu/numerics.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <mutex>
+#include <new>
+#include <thread>
+#include <unistd.h>
+
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__) && defined(__linux__)
+#define KVSCOPE_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define KVSCOPE_CLONES
+#endif
+
+namespace kvscope::gpu::detail {
+namespace {
+
+// --- A small persistent thread pool -------------------------------------------------------------
+class ThreadPool {
+public:
+    explicit ThreadPool(unsigned threads) {
+        for (unsigned i = 1; i < threads; ++i)
+            workers_.emplace_back([this] { workerLoop(); });
+    }
+    ~ThreadPool() {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            stop_ = true;
+        }
+        wake_.notify_all();
+        for (auto& t : workers_)
+            t.join();
+    }
+    unsigned size() const { return unsigned(workers_.size()) + 1; }
+
+    /// Runs fn(i) for i in [0, n) on every thread (the caller included); returns when done.
+    void parallelFor(std::int64_t n, const std::function<void(std::int64_t)>& fn) {
+        if (n <= 0)
+            return;
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            job_ = &fn;
+            count_ = n;
+            next_.store(0);
+            busy_ = unsigned(workers_.size());
+            ++generation_;
+        }
+        wake_.notify_all();
+        drain();
+        std::unique_lock<std::mutex> lock(mutex_);
+        done_.wait(lock, [this] { return busy_ == 0; });
+        job_ = nullptr;
+    }
+
+private:
+    void drain() {
+        for (std::int64_t i; (i = next_.fetch_add(1)) < count_;)
+            (*job_)(i);
+    }
+    void workerLoop() {
+        std::uint64_t seen = 0;
+        for (;;) {
+            {
+                std::unique_lock<std::mutex> lock(mutex_);
+                wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+                if (stop_)
+                    return;
+                seen = generation_;
+            }
+            drain();
+            {
+                std::lock_guard<std::mutex> lock(mutex_);
+                if (--busy_ == 0)
+                    done_.notify_one();
+            }
+        }
+    }
+
+    std::vector<std::thread> workers_;
+    std::mutex mutex_;
+    std::condition_variable wake_, done_;
+    const std::function<void(std::int64_t)>* job_ = nullptr;
+    std::int64_t count_ = 0;
+    std::atomic<std::int64_t> next_{0};
+    unsigned busy_ = 0;
+    std::uint64_t generation_ = 0;
+    bool stop_ = false;
+};
+
+// --- Aligned byte buffers ---------------------------------------------------------------------
+struct Buffer {
+    std::uint8_t* data = nullptr;
+    std::size_t bytes = 0;
+    Buffer() = default;
+    Buffer(const Buffer&) = delete;
+    Buffer& operator=(const Buffer&) = delete;
+    Buffer(Buffer&& o) noexcept : data(o.data), bytes(o.bytes) { o.data = nullptr, o.bytes = 0; }
+    Buffer& operator=(Buffer&& o) noexcept {
+        if (this != &o) {
+            free();
+            data = o.data;
+            bytes = o.bytes;
+            o.data = nullptr;
+            o.bytes = 0;
+        }
+        return *this;
+    }
+    ~Buffer() { free(); }
+    void free() {
+        if (data)
+            ::operator delete(data, std::align_val_t(64), std::nothrow);
+        data = nullptr;
+        bytes = 0;
+    }
+    bool allocate(std::size_t n) {
+        data = static_cast<std::uint8_t*>(
+            ::operator new(n ? n : 64, std::align_val_t(64), std::nothrow));
+        bytes = data ? n : 0;
+        return data != nullptr;
+    }
+};
+
+// --- Decoding storage formats into fp32 (vectorisable, branch-free) ----------------------------
+inline void decodeRow(KvDtype dtype, const std::uint8_t* src, float* dst, std::int64_t n) {
+    switch (dtype) {
+    case KvDtype::Bf16: {
+        const auto* s = reinterpret_cast<const std::uint16_t*>(src);
+        for (std::int64_t i = 0; i < n; ++i)
+            dst[i] = num::bf16ToFloat(s[i]);
+        break;
+    }
+    case KvDtype::Fp16: {
+        const auto* s = reinterpret_cast<const std::uint16_t*>(src);
+        for (std::int64_t i = 0; i < n; ++i)
+            dst[i] = num::fp16ToFloat(s[i]);
+        break;
+    }
+    case KvDtype::Fp8E4m3:
+        for (std::int64_t i = 0; i < n; ++i)
+            dst[i] = num::fp8e4m3ToFloat(src[i]);
+        break;
+    case KvDtype::Fp32:
+        std::memcpy(dst, src, std::size_t(n) * sizeof(float));
+        break;
+    }
+}
+
+inline void encodeValue(KvDtype dtype, float x, std::uint8_t* dst) {
+    switch (dtype) {
+    case KvDtype::Bf16: {
+        const std::uint16_t b = num::floatToBf16(x);
+        std::memcpy(dst, &b, 2);
+        break;
+    }
+    case KvDtype::Fp16: {
+        const std::uint16_t b = num::floatToFp16(x);
+        std::memcpy(dst, &b, 2);
+        break;
+    }
+    case KvDtype::Fp8E4m3:
+        *dst = num::floatToFp8e4m3(x);
+        break;
+    case KvDtype::Fp32:
+        std::memcpy(dst, &x, 4);
+        break;
+    }
+}
+
+inline float decodeValue(KvDtype dtype, const std::uint8_t* src) {
+    float out;
+    decodeRow(dtype, src, &out, 1);
+    return out;
+}
+
+KvDtype activationType(KvDtype kv) {
+    return kv == KvDtype::Fp32 ? KvDtype::Fp32
+                               : (kv == KvDtype::Fp16 ? KvDtype::Fp16 : KvDtype::Bf16);
+}
+
+/// Dot product of two fp32 rows whose length is a multiple of 16: 16 independent lanes so the
+/// compiler vectorises without reassociating a single sum.
+inline float dot16(const float* a, const float* b, std::int64_t n) {
+    float lanes[16] = {};
+    for (std::int64_t j = 0; j < n; j += 16)
+        for (int l = 0; l < 16; ++l)
+            lanes[l] += a[j + l] * b[j + l];
+    float s = 0;
+    for (int l = 0; l < 16; ++l)
+        s += lanes[l];
+    return s;
+}
+
+constexpr std::int64_t kTileTokens = 32;
+
+/// 16 floats: one zmm, two ymm or four xmm depending on the clone being compiled.
+typedef float Vec16 __attribute__((vector_size(64)));
+
+inline Vec16 load16(const float* p) {
+    Vec16 v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+inline void store16(float* p, Vec16 v) {
+    std::memcpy(p, &v, sizeof v);
+}
+inline float hsum16(Vec16 v) {
+    float s = 0;
+    for (int i = 0; i < 16; ++i)
+        s += v[i];
+    return s;
+}
+
+/// Online-softmax attention of `rows` query rows (each keyDim wide, pre-scaled by
+/// log2(e)·scale) over tokens [t0, t1) of one KV stream. Values are the first valueDim
+/// elements of the value rows (MLA: of the key rows themselves). Writes the normalised output
+/// and the per-row log2-sum-exp.
+struct Segment {
+    const float* q; // [rows][keyDim]
+    std::int64_t rows, keyDim, valueDim;
+    const std::uint8_t* keys; // token t at keys + t * keyRowBytes
+    const std::uint8_t* values;
+    std::int64_t keyRowBytes, valueRowBytes;
+    std::int64_t t0, t1;
+    KvDtype dtype;
+    float* out; // [rows][valueDim], normalised
+    float* lse; // [rows], log2 domain
+};
+
+struct Scratch {
+    std::vector<float> k, v, acc, m, l;
+};
+
+/// NK, NV: key and value widths in 16-float vectors (compile time, so the query row and the
+/// output row stay in vector registers).
+template <int NK, int NV> KVSCOPE_CLONES void attendSegment(const Segment& sg, Scratch& sc) {
+    constexpr std::int64_t dk = NK * 16, dv = NV * 16;
+    const std::int64_t R = sg.rows;
+    const bool shared = sg.values == sg.keys;
+    sc.k.resize(std::size_t(kTileTokens * dk));
+    if (!shared)
+        sc.v.resize(std::size_t(kTileTokens * dv));
+    sc.acc.assign(std::size_t(R * dv), 0.0f);
+    sc.m.assign(std::size_t(R), -std::numeric_limits<float>::infinity());
+    sc.l.assign(std::size_t(R), 0.0f);
+    float* kf = sc.k.data();
+    float s[kTileTokens];
+    for (std::int64_t t = sg.t0; t < sg.t1; t += kTileTokens) {
+        const std::int64_t T = std::min(kTileTokens, sg.t1 - t);
+        for (std::int64_t i = 0; i < T; ++i)
+            decodeRow(sg.dtype, sg.keys + (t + i) * sg.keyRowBytes, kf + i * dk, dk);
+        const float* vf = kf;
+        std::int64_t vStride = dk;
+        if (!shared) {
+            for (std::int64_t i = 0; i < T; ++i)
+                decodeRow(sg.dtype, sg.values + (t + i) * sg.valueRowBytes, sc.v.data() + i * dv,
+                          dv);
+            vf = sc.v.data();
+            vStride = dv;
+        }
+        for (std::int64_t r = 0; r < R; ++r) {
+            Vec16 q[NK];
+            for (int v = 0; v < NK; ++v)
+                q[v] = load16(sg.q + r * dk + v * 16);
+            float tileMax = -std::numeric_limits<float>::infinity();
+            for (std::int64_t i = 0; i < T; ++i) {
+                const float* k = kf + i * dk;
+                Vec16 acc = q[0] * load16(k);
+                for (int v = 1; v < NK; ++v)
+                    acc += q[v] * load16(k + v * 16);
+                s[i] = hsum16(acc);
+                tileMax = std::max(tileMax, s[i]);
+            }
+            float& m = sc.m[std::size_t(r)];
+            const float mNew = std::max(m, tileMax);
+            const float alpha = std::exp2(m - mNew); // 0 on the first tile
+            float sum = 0;
+            for (std::int64_t i = 0; i < T; ++i) {
+                s[i] = std::exp2(s[i] - mNew);
+                sum += s[i];
+            }
+            sc.l[std::size_t(r)] = sc.l[std::size_t(r)] * alpha + sum;
+            m = mNew;
+            float* accRow = sc.acc.data() + r * dv;
+            Vec16 o[NV];
+            for (int v = 0; v < NV; ++v)
+                o[v] = load16(accRow + v * 16) * alpha;
+            for (std::int64_t i = 0; i < T; ++i) {
+                const float p = s[i];
+                const float* vr = vf + i * vStride;
+                for (int v = 0; v < NV; ++v)
+                    o[v] += p * load16(vr + v * 16);
+            }
+            for (int v = 0; v < NV; ++v)
+                store16(accRow + v * 16, o[v]);
+        }
+    }
+    for (std::int64_t r = 0; r < R; ++r) {
+        const float l = sc.l[std::size_t(r)];
+        const float inv = l > 0 ? 1.0f / l : 0.0f;
+        for (std::int64_t j = 0; j < dv; ++j)
+            sg.out[r * dv + j] = sc.acc[std::size_t(r * dv + j)] * inv;
+        sg.lse[r] =
+            l > 0 ? sc.m[std::size_t(r)] + std::log2(l) : -std::numeric_limits<float>::infinity();
+    }
+}
+
+/// The widths this engine is compiled for: GQA head dims 64/128/256 and MLA 576/512.
+bool dispatchAttend(const Segment& sg, Scratch& sc) {
+    const std::int64_t nk = sg.keyDim / 16, nv = sg.valueDim / 16;
+#define KVSCOPE_CPU_CASE(K, V)                                                                     \
+    if (nk == K && nv == V) {                                                                      \
+        attendSegment<K, V>(sg, sc);                                                               \
+        return true;                                                                               \
+    }
+    KVSCOPE_CPU_CASE(4, 4)
+    KVSCOPE_CPU_CASE(8, 8)
+    KVSCOPE_CPU_CASE(16, 16)
+    KVSCOPE_CPU_CASE(36, 32)
+#undef KVSCOPE_CPU_CASE
+    return false;
+}
+
+// --- Ceilings ------------------------------------------------------------------------------------
+KVSCOPE_CLONES
+float sumRegion(const float* p, std::int64_t n) {
+    float lanes[64] = {};
+    std::int64_t i = 0;
+    for (; i + 64 <= n; i += 64)
+        for (int l = 0; l < 64; ++l)
+            lanes[l] += p[i + l];
+    float s = 0;
+    for (; i < n; ++i)
+        s += p[i];
+    for (float x : lanes)
+        s += x;
+    return s;
+}
+
+/// 16 lanes x 8 independent chains of a*x+y: FMA-bound on any vector width up to 512 bits.
+KVSCOPE_CLONES
+float fmaLoop(std::int64_t iterations, float seed) {
+    float acc[8][16];
+    for (int c = 0; c < 8; ++c)
+        for (int l = 0; l < 16; ++l)
+            acc[c][l] = seed + float(c * 16 + l) * 1e-3f;
+    const float a = 0.999999f, b = 1e-7f;
+    for (std::int64_t it = 0; it < iterations; ++it)
+        for (int c = 0; c < 8; ++c)
+            for (int l = 0; l < 16; ++l)
+                acc[c][l] = acc[c][l] * a + b;
+    float s = 0;
+    for (int c = 0; c < 8; ++c)
+        for (int l = 0; l < 16; ++l)
+            s += acc[c][l];
+    return s;
+}
+
+std::int64_t parseCacheSize(const std::string& text) {
+    std::int64_t v = 0;
+    std::size_t i = 0;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9')
+        v = v * 10 + (text[i++] - '0');
+    if (i < text.size() && (text[i] == 'K' || text[i] == 'k'))
+        v <<= 10;
+    else if (i < text.size() && (text[i] == 'M' || text[i] == 'm'))
+        v <<= 20;
+    return v;
+}
+
+/// Largest cache level of cpu0 from sysfs, 0 when unreadable.
+std::int64_t lastLevelCacheBytes() {
+    std::int64_t best = 0;
+    int bestLevel = 0;
+    for (int idx = 0; idx < 16; ++idx) {
+        const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(idx);
+        std::ifstream lf(dir + "/level"), sf(dir + "/size");
+        if (!lf || !sf)
+            continue;
+        int level = 0;
+        std::string size;
+        lf >> level;
+        sf >> size;
+        if (level >= bestLevel) {
+            bestLevel = level;
+            best = parseCacheSize(size);
+        }
+    }
+    return best;
+}
+
+std::string cpuModelName() {
+    std::ifstream f("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(f, line))
+        if (line.rfind("model name", 0) == 0) {
+            auto c = line.find(':');
+            if (c != std::string::npos)
+                return line.substr(line.find_first_not_of(' ', c + 1));
+        }
+    return "CPU";
+}
+
+double medianOf(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// --- The engine
+// ------------------------------------------------------------------------------------
+class CpuEngine final : public Engine {
+public:
+    CpuEngine()
+        : pool_(std::max(1u, std::thread::hardware_concurrency())), llc_(lastLevelCacheBytes()) {}
+
+    std::string backendName() const override { return "cpu"; }
+
+    std::vector<DeviceInfo> devices() const override {
+        DeviceInfo d;
+        d.name = cpuModelName();
+        const long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
+        d.memoryBytes = pages > 0 && pageSize > 0 ? std::int64_t(pages) * pageSize : 0;
+        d.lastCacheBytes = llc_;
+        d.multiprocessors = int(pool_.size());
+        return {d};
+    }
+
+    std::string supports(const DecodeShape& s) const override {
+        if (s.kind == Attention::Mla && (s.kvLoraRank != 512 || s.ropeDim != 64))
+            return "unsupported MLA widths r=" + std::to_string(s.kvLoraRank) +
+                   ", d_rope=" + std::to_string(s.ropeDim) +
+                   " (the kernels are built for 512 + 64)";
+        return {};
+    }
+
+    std::int64_t cacheBytes() const override { return llc_ > 0 ? llc_ : (32ll << 20); }
+
+    std::int64_t memoryBudgetBytes() const override {
+        const long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
+        const std::int64_t phys =
+            pages > 0 && pageSize > 0 ? std::int64_t(pages) * pageSize : (8ll << 30);
+        return std::min<std::int64_t>(phys / 4, 8ll << 30);
+    }
+
+    Ceilings measureCeilings(const Progress& progress) override {
+        Ceilings c;
+        const unsigned threads = pool_.size();
+        // Read bandwidth: 8x the last-level cache (256 MiB when unknown), within 64 MiB..1 GiB.
+        const std::int64_t bytes =
+            std::clamp<std::int64_t>(llc_ > 0 ? 8 * llc_ : (256ll << 20), 64ll << 20, 1ll << 30);
+        const std::int64_t n = bytes / std::int64_t(sizeof(float));
+        Buffer buf;
+        if (!buf.allocate(std::size_t(bytes))) {
+            c.error =
+                "out of memory allocating the " + std::to_string(bytes >> 20) + " MiB read buffer";
+            return c;
+        }
+        float* p = reinterpret_cast<float*>(buf.data);
+        const std::int64_t parts = threads;
+        const std::int64_t per = (n + parts - 1) / parts;
+        pool_.parallelFor(parts, [&](std::int64_t t) { // first touch by the reading threads
+            const std::int64_t b = t * per, e = std::min(n, b + per);
+            for (std::int64_t i = b; i < e; ++i)
+                p[i] = num::uniformInput(7, 9, std::uint64_t(i));
+        });
+        if (progress && !progress(0.2, "cpu read bandwidth")) {
+            c.error = "cancelled";
+            return c;
+        }
+        std::vector<float> sink(static_cast<std::size_t>(parts), 0.0f);
+        std::vector<double> times;
+        for (int rep = 0; rep < 7; ++rep) {
+            const auto t0 = std::chrono::steady_clock::now();
+            pool_.parallelFor(parts, [&](std::int64_t t) {
+                const std::int64_t b = t * per, e = std::min(n, b + per);
+                sink[std::size_t(t)] += sumRegion(p + b, e - b);
+            });
+            times.push_back(
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        }
+        volatile float keep = sink[0];
+        (void)keep;
+        c.readBytesPerSecond = double(bytes) / medianOf(times);
+        c.readKernel = "sum of fp32 over " + std::to_string(bytes >> 20) + " MiB on " +
+                       std::to_string(threads) + " threads, median of 7";
+        if (progress && !progress(0.6, "cpu fma peak")) {
+            c.error = "cancelled";
+            return c;
+        }
+        // FMA peak: every thread runs independent multiply-add chains.
+        const std::int64_t iters = 2'000'000;
+        times.clear();
+        for (int rep = 0; rep < 5; ++rep) {
+            const auto t0 = std::chrono::steady_clock::now();
+            pool_.parallelFor(
+                threads, [&](std::int64_t t) { sink[std::size_t(t)] += fmaLoop(iters, float(t)); });
+            times.push_back(
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        }
+        const double flops = double(iters) * 8 * 16 * 2 * threads;
+        const double peak = flops / medianOf(times);
+        for (KvDtype d : {KvDtype::Bf16, KvDtype::Fp16, KvDtype::Fp8E4m3, KvDtype::Fp32})
+            c.peakFlopPerSecond[std::string(dtypeName(d))] = peak;
+        c.peakKernel = "fp32 multiply-add chains on " + std::to_string(threads) +
+                       " threads (every KV dtype is computed in fp32 on the CPU)";
+        c.ok = true;
+        if (progress)
+            progress(1.0, "cpu ceilings done");
+        return c;
+    }
+
+    std::string prepare(const DecodeShape& s, int sets, std::uint64_t seed) override {
+        release();
+        shape_ = s;
+        seed_ = seed;
+        const KvDtype act = activationType(s.dtype);
+        const std::int64_t kb = kvBytesPerElement(s.dtype), ab = activationBytesPerElement(s.dtype);
+        const std::int64_t dq = s.queryDim();
+        const std::int64_t qElems = s.batch * s.qHeads * dq;
+        const std::int64_t kvElems = s.kind == Attention::Mla
+                                         ? s.batch * s.context * dq
+                                         : s.batch * s.kvHeads * s.context * s.headDim;
+        // Splits: enough work items to keep every thread busy, at least 256 tokens each.
+        const std::int64_t streams = s.kind == Attention::Mla ? s.batch : s.batch * s.kvHeads;
+        const std::int64_t want = 4 * std::int64_t(pool_.size());
+        splits_ = int(std::clamp<std::int64_t>((want + streams - 1) / streams, 1,
+                                               std::clamp<std::int64_t>(s.context / 256, 1, 256)));
+        for (int set = 0; set < sets; ++set) {
+            InputSet in;
+            const std::uint64_t sd = seed + std::uint64_t(set);
+            if (!in.q.allocate(std::size_t(qElems * ab)) ||
+                !in.k.allocate(std::size_t(kvElems * kb)) ||
+                (s.kind == Attention::Gqa && !in.v.allocate(std::size_t(kvElems * kb)))) {
+                release();
+                return "out of memory allocating input set " + std::to_string(set) + " for " +
+                       describe(s);
+            }
+            fill(in.q.data, qElems, act, sd, num::kQuery, num::kQueryScale);
+            fill(in.k.data, kvElems, s.dtype, sd,
+                 s.kind == Attention::Mla ? num::kLatent : num::kKey, 1.0f);
+            if (s.kind == Attention::Gqa)
+                fill(in.v.data, kvElems, s.dtype, sd, num::kValue, 1.0f);
+            sets_.push_back(std::move(in));
+        }
+        const std::int64_t outElems = s.batch * s.qHeads * s.valueDim();
+        if (!out_.allocate(std::size_t(outElems * ab))) {
+            release();
+            return "out of memory allocating the output";
+        }
+        const std::int64_t rows = s.batch * s.qHeads;
+        partialOut_.assign(std::size_t(splits_ * outElems), 0.0f);
+        partialLse_.assign(std::size_t(splits_ * rows), 0.0f);
+        return {};
+    }
+
+    std::string poisonOutput() override {
+        std::memset(out_.data, 0xff, out_.bytes); // NaN in bf16, fp16 and fp32
+        return {};
+    }
+
+    std::string run(int set) override {
+        if (set < 0 || std::size_t(set) >= sets_.size())
+            return "input set " + std::to_string(set) + " was not prepared";
+        const DecodeShape& s = shape_;
+        const InputSet& in = sets_[std::size_t(set)];
+        const KvDtype act = activationType(s.dtype);
+        const std::int64_t kb = kvBytesPerElement(s.dtype), ab = activationBytesPerElement(s.dtype);
+        const std::int64_t dq = s.queryDim(), dv = s.valueDim(), S = s.context;
+        const bool mla = s.kind == Attention::Mla;
+        const std::int64_t rowsPerStream = mla ? s.qHeads : s.groupSize();
+        const std::int64_t streams = mla ? s.batch : s.batch * s.kvHeads;
+        const std::int64_t rows = s.batch * s.qHeads;
+        const std::int64_t chunk = (S + splits_ - 1) / splits_;
+        const float qScale = float(softmaxScale(s) * 1.4426950408889634); // log2(e)
+        // Work item = (stream, split): one KV stream's chunk for all its query rows.
+        pool_.parallelFor(streams * splits_, [&](std::int64_t item) {
+            thread_local std::vector<float> q;
+            const std::int64_t stream = item / splits_, split = item % splits_;
+            const std::int64_t firstRow = stream * rowsPerStream; // rows are [b][head] in order
+            q.resize(std::size_t(rowsPerStream * dq));
+            for (std::int64_t r = 0; r < rowsPerStream; ++r)
+                for (std::int64_t j = 0; j < dq; ++j)
+                    q[std::size_t(r * dq + j)] =
+                        decodeValue(act, in.q.data + ((firstRow + r) * dq + j) * ab) * qScale;
+            Segment sg;
+            sg.q = q.data();
+            sg.rows = rowsPerStream;
+            sg.keyDim = dq;
+            sg.valueDim = dv;
+            sg.keyRowBytes = dq * kb;
+            sg.valueRowBytes = dq * kb;
+            sg.keys = in.k.data + stream * S * dq * kb;
+            sg.values = mla ? sg.keys : in.v.data + stream * S * dq * kb;
+            sg.t0 = std::min(S, split * chunk);
+            sg.t1 = std::min(S, sg.t0 + chunk);
+            sg.dtype = s.dtype;
+            sg.out = partialOut_.data() + (split * rows + firstRow) * dv;
+            sg.lse = partialLse_.data() + split * rows + firstRow;
+            thread_local Scratch scratch;
+            dispatchAttend(sg, scratch); // widths checked by supports()
+        });
+        // Combine the splits (log-sum-exp merge) and store in the activation type.
+        const std::int64_t rowsPerItem =
+            std::max<std::int64_t>(1, rows / (4 * std::int64_t(pool_.size())));
+        pool_.parallelFor((rows + rowsPerItem - 1) / rowsPerItem, [&](std::int64_t item) {
+            for (std::int64_t row = item * rowsPerItem;
+                 row < std::min(rows, (item + 1) * rowsPerItem); ++row) {
+                float mMax = -std::numeric_limits<float>::infinity();
+                for (int sp = 0; sp < splits_; ++sp)
+                    mMax = std::max(mMax, partialLse_[std::size_t(sp * rows + row)]);
+                float wsum = 0;
+                float w[256];
+                const int ns = std::min(splits_, 256);
+                for (int sp = 0; sp < ns; ++sp) {
+                    const float lse = partialLse_[std::size_t(sp * rows + row)];
+                    w[sp] = lse == -std::numeric_limits<float>::infinity() ? 0.0f
+                                                                           : std::exp2(lse - mMax);
+                    wsum += w[sp];
+                }
+                for (std::int64_t j = 0; j < dv; ++j) {
+                    float o = 0;
+                    for (int sp = 0; sp < ns; ++sp)
+                        o += w[sp] * partialOut_[std::size_t((sp * rows + row) * dv + j)];
+                    encodeValue(act, wsum > 0 ? o / wsum : 0.0f, out_.data + (row * dv + j) * ab);
+                }
+            }
+        });
+        return {};
+    }
+
+    std::string timeRun(int set, double* seconds) override {
+        const auto t0 = std::chrono::steady_clock::now();
+        auto e = run(set);
+        *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        return e;
+    }
+
+    std::string readOutput(std::vector<float>* out) override {
+        const KvDtype act = activationType(shape_.dtype);
+        const std::int64_t ab = activationBytesPerElement(shape_.dtype);
+        const std::int64_t n = std::int64_t(out_.bytes) / ab;
+        out->resize(std::size_t(n));
+        for (std::int64_t i = 0; i < n; ++i)
+            (*out)[std::size_t(i)] = decodeValue(act, out_.data + i * ab);
+        if (act == KvDtype::Fp16) // the fast decoder treats exponent 31 as finite: poison is NaN
+            for (std::int64_t i = 0; i < n; ++i) {
+                std::uint16_t h;
+                std::memcpy(&h, out_.data + i * ab, 2);
+                if ((h & 0x7c00u) == 0x7c00u)
+                    (*out)[std::size_t(i)] = std::numeric_limits<float>::quiet_NaN();
+            }
+        return {};
+    }
+
+    std::string kernelName() const override {
+        return shape_.kind == Attention::Mla ? "cpu-mla-absorbed" : "cpu-gqa";
+    }
+    int splits() const override { return splits_; }
+
+    void release() override {
+        sets_.clear();
+        out_ = Buffer{};
+        partialOut_.clear();
+        partialOut_.shrink_to_fit();
+        partialLse_.clear();
+    }
+
+private:
+    struct InputSet {
+        Buffer q, k, v;
+    };
+
+    void fill(std::uint8_t* dst, std::int64_t n, KvDtype dtype, std::uint64_t seed,
+              std::uint32_t tensor, float scale) {
+        const std::int64_t eb = kvBytesPerElement(dtype);
+        const std::int64_t parts = 4 * std::int64_t(pool_.size());
+        const std::int64_t per = (n + parts - 1) / parts;
+        pool_.parallelFor(parts, [&](std::int64_t p) {
+            const std::int64_t b = p * per, e = std::min(n, b + per);
+            for (std::int64_t i = b; i < e; ++i)
+                encodeValue(dtype, num::uniformInput(seed, tensor, std::uint64_t(i)) * scale,
+                            dst + i * eb);
+        });
+    }
+
+    ThreadPool pool_;
+    std::int64_t llc_ = 0;
+    DecodeShape shape_;
+    std::uint64_t seed_ = 0;
+    int splits_ = 1;
+    std::vector<InputSet> sets_;
+    Buffer out_;
+    std::vector<float> partialOut_, partialLse_;
+};
+
+} // namespace
+
+std::unique_ptr<Engine> makeCpuEngine() {
+    return std::make_unique<CpuEngine>();
+}
+
+} // namespace kvscope::gpu::detail

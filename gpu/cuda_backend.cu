@@ -1,0 +1,624 @@
+// CUDA engine: device memory for the input sets, kernel dispatch (one macro per knob), event
+// timing and the two ceilings (a 16-byte read kernel over a buffer many times L2, and a bf16 /
+// fp16 tensor-core peak through cuBLAS). Every CUDA call goes through KVSCOPE_CUDA_CALL, which
+// turns a failure into an error value with file, line and call text.
+#include "gpu/cuda_kernels.cuh"
+#include "gpu/engine.h"
+#include "gpu/numerics.h"
+
+#include <algorithm>
+#include <climits>
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <string>
+#include <vector>
+
+namespace kvscope::gpu::detail {
+namespace {
+
+std::string callError(const char* what, const char* call, const char* file, int line) {
+    std::string f = file;
+    if (auto slash = f.find_last_of('/'); slash != std::string::npos)
+        f = f.substr(slash + 1);
+    return std::string(what) + " in " + call + " (" + f + ":" + std::to_string(line) + ")";
+}
+
+} // namespace
+} // namespace kvscope::gpu::detail
+
+/// Evaluates a CUDA runtime call; on failure returns (from the enclosing function, whose
+/// return type is std::string) "<error text> in <call> (<file>:<line>)".
+#define KVSCOPE_CUDA_CALL(call)                                                                    \
+    do {                                                                                           \
+        const cudaError_t kvscopeErr_ = (call);                                                    \
+        if (kvscopeErr_ != cudaSuccess)                                                            \
+            return ::kvscope::gpu::detail::callError(cudaGetErrorString(kvscopeErr_), #call,       \
+                                                     __FILE__, __LINE__);                          \
+    } while (0)
+
+/// The same for cuBLAS calls.
+#define KVSCOPE_CUBLAS_CALL(call)                                                                  \
+    do {                                                                                           \
+        const cublasStatus_t kvscopeStatus_ = (call);                                              \
+        if (kvscopeStatus_ != CUBLAS_STATUS_SUCCESS)                                               \
+            return ::kvscope::gpu::detail::callError(                                              \
+                ("cuBLAS status " + std::to_string(int(kvscopeStatus_))).c_str(), #call, __FILE__, \
+                __LINE__);                                                                         \
+    } while (0)
+
+/// Head dim (64/128/256) as a compile-time D.
+#define KVSCOPE_DISPATCH_HEAD_DIM(headDim, D, ...)                                                 \
+    switch (headDim) {                                                                             \
+    case 64: {                                                                                     \
+        constexpr int D = 64;                                                                      \
+        __VA_ARGS__ break;                                                                         \
+    }                                                                                              \
+    case 128: {                                                                                    \
+        constexpr int D = 128;                                                                     \
+        __VA_ARGS__ break;                                                                         \
+    }                                                                                              \
+    case 256: {                                                                                    \
+        constexpr int D = 256;                                                                     \
+        __VA_ARGS__ break;                                                                         \
+    }                                                                                              \
+    default:                                                                                       \
+        return "unsupported head dim " + std::to_string(headDim) + " (64, 128 or 256)";            \
+    }
+
+/// Group size g as the number of 16-row M tiles MT (g <= 16, 32, 64, 128).
+#define KVSCOPE_DISPATCH_GQA_GROUP_SIZE(group, MT, ...)                                            \
+    if ((group) <= 16) {                                                                           \
+        constexpr int MT = 1;                                                                      \
+        __VA_ARGS__                                                                                \
+    } else if ((group) <= 32) {                                                                    \
+        constexpr int MT = 2;                                                                      \
+        __VA_ARGS__                                                                                \
+    } else if ((group) <= 64) {                                                                    \
+        constexpr int MT = 4;                                                                      \
+        __VA_ARGS__                                                                                \
+    } else if ((group) <= 128) {                                                                   \
+        constexpr int MT = 8;                                                                      \
+        __VA_ARGS__                                                                                \
+    } else {                                                                                       \
+        return "unsupported group size " + std::to_string(group) + " (at most 128)";               \
+    }
+
+/// KV storage dtype as a kernel tag type.
+#define KVSCOPE_DISPATCH_KV_DTYPE(dtype, Kv, ...)                                                  \
+    switch (dtype) {                                                                               \
+    case ::kvscope::gpu::KvDtype::Bf16: {                                                          \
+        using Kv = ::kvscope::gpu::cuda::Bf16Kv;                                                   \
+        __VA_ARGS__ break;                                                                         \
+    }                                                                                              \
+    case ::kvscope::gpu::KvDtype::Fp16: {                                                          \
+        using Kv = ::kvscope::gpu::cuda::Fp16Kv;                                                   \
+        __VA_ARGS__ break;                                                                         \
+    }                                                                                              \
+    case ::kvscope::gpu::KvDtype::Fp8E4m3: {                                                       \
+        using Kv = ::kvscope::gpu::cuda::Fp8Kv;                                                    \
+        __VA_ARGS__ break;                                                                         \
+    }                                                                                              \
+    default:                                                                                       \
+        return "unsupported KV dtype " + std::string(dtypeName(dtype)) +                           \
+               " on cuda (bf16, fp16 or fp8_e4m3)";                                                \
+    }
+
+namespace kvscope::gpu::detail {
+namespace {
+
+using cuda::DecodeParams;
+
+int formatOf(KvDtype d) {
+    switch (d) {
+    case KvDtype::Bf16:
+        return 0;
+    case KvDtype::Fp16:
+        return 1;
+    case KvDtype::Fp8E4m3:
+        return 2;
+    default:
+        return 3;
+    }
+}
+
+KvDtype activationType(KvDtype kv) {
+    return kv == KvDtype::Fp32 ? KvDtype::Fp32
+                               : (kv == KvDtype::Fp16 ? KvDtype::Fp16 : KvDtype::Bf16);
+}
+
+double medianOf(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0 : v[v.size() / 2];
+}
+
+/// Device memory owned by the engine.
+struct DeviceBuffer {
+    void* ptr = nullptr;
+    std::size_t bytes = 0;
+    DeviceBuffer() = default;
+    DeviceBuffer(const DeviceBuffer&) = delete;
+    DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+    DeviceBuffer(DeviceBuffer&& o) noexcept : ptr(o.ptr), bytes(o.bytes) {
+        o.ptr = nullptr, o.bytes = 0;
+    }
+    DeviceBuffer& operator=(DeviceBuffer&&) = delete;
+    ~DeviceBuffer() { reset(); }
+    void reset() {
+        if (ptr)
+            cudaFree(ptr);
+        ptr = nullptr;
+        bytes = 0;
+    }
+    std::string allocate(std::size_t n, const char* what) {
+        reset();
+        const cudaError_t e = cudaMalloc(&ptr, n ? n : 16);
+        if (e != cudaSuccess) {
+            ptr = nullptr;
+            cudaGetLastError(); // clear the sticky-free allocation error
+            return std::string("out of device memory allocating ") + what + " (" +
+                   std::to_string(n >> 20) + " MiB): " + cudaGetErrorString(e);
+        }
+        bytes = n;
+        return {};
+    }
+    std::uint8_t* bytesPtr() const { return static_cast<std::uint8_t*>(ptr); }
+};
+
+class CudaEngine final : public Engine {
+public:
+    explicit CudaEngine(int device) : device_(device) {}
+    ~CudaEngine() override {
+        release();
+        if (start_)
+            cudaEventDestroy(start_);
+        if (stop_)
+            cudaEventDestroy(stop_);
+        if (stream_)
+            cudaStreamDestroy(stream_);
+    }
+
+    std::string init() {
+        KVSCOPE_CUDA_CALL(cudaSetDevice(device_));
+        KVSCOPE_CUDA_CALL(cudaGetDeviceProperties(&prop_, device_));
+        KVSCOPE_CUDA_CALL(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+        KVSCOPE_CUDA_CALL(cudaEventCreate(&start_));
+        KVSCOPE_CUDA_CALL(cudaEventCreate(&stop_));
+        return {};
+    }
+
+    std::string backendName() const override { return "cuda"; }
+
+    std::vector<DeviceInfo> devices() const override {
+        std::vector<DeviceInfo> out;
+        int n = 0;
+        if (cudaGetDeviceCount(&n) != cudaSuccess)
+            return out;
+        for (int i = 0; i < n; ++i) {
+            cudaDeviceProp p{};
+            if (cudaGetDeviceProperties(&p, i) != cudaSuccess)
+                continue;
+            DeviceInfo d;
+            d.index = i;
+            d.name = p.name;
+            d.memoryBytes = std::int64_t(p.totalGlobalMem);
+            d.lastCacheBytes = p.l2CacheSize;
+            d.multiprocessors = p.multiProcessorCount;
+            d.computeCapability = std::to_string(p.major) + "." + std::to_string(p.minor);
+            out.push_back(d);
+        }
+        // The measuring device first.
+        std::stable_partition(out.begin(), out.end(),
+                              [&](const DeviceInfo& d) { return d.index == device_; });
+        return out;
+    }
+
+    std::string supports(const DecodeShape& s) const override {
+        if (s.dtype == KvDtype::Fp32)
+            return "unsupported KV dtype fp32 on cuda (bf16, fp16 or fp8_e4m3)";
+        if (s.context > INT_MAX / 2 || s.batch > 65535 || s.qHeads > 65535 * 16 ||
+            s.kvHeads > 65535)
+            return "shape too large for the kernel grid (batch <= 65535, context < 2^30)";
+        if (s.kind == Attention::Mla) {
+            if (s.kvLoraRank != 512 || s.ropeDim != 64)
+                return "unsupported MLA widths r=" + std::to_string(s.kvLoraRank) +
+                       ", d_rope=" + std::to_string(s.ropeDim) +
+                       " (the kernel is built for 512 + 64)";
+        } else {
+            const std::int64_t g = s.groupSize();
+            if (g > 128)
+                return "unsupported group size " + std::to_string(g) + " (at most 128)";
+            if (s.headDim == 256 && g > 64)
+                return "unsupported group size " + std::to_string(g) +
+                       " with head dim 256 (at most 64)";
+        }
+        return {};
+    }
+
+    std::int64_t cacheBytes() const override { return prop_.l2CacheSize; }
+
+    std::int64_t memoryBudgetBytes() const override {
+        std::size_t freeBytes = 0, total = 0;
+        if (cudaMemGetInfo(&freeBytes, &total) != cudaSuccess)
+            return 0;
+        return std::int64_t(double(freeBytes + heldBytes()) * 0.8);
+    }
+
+    Ceilings measureCeilings(const Progress& progress) override {
+        Ceilings c;
+        if (auto e = readCeiling(&c, progress); !e.empty()) {
+            c.error = e;
+            return c;
+        }
+        if (progress && !progress(0.5, "cuda tensor-core peak")) {
+            c.error = "cancelled";
+            return c;
+        }
+        if (auto e = peakCeiling(&c); !e.empty()) {
+            c.error = "peak: " + e; // the read ceiling still stands
+        }
+        c.ok = c.readBytesPerSecond > 0;
+        if (progress)
+            progress(1.0, "cuda ceilings done");
+        return c;
+    }
+
+    std::string prepare(const DecodeShape& s, int sets, std::uint64_t seed) override {
+        release();
+        KVSCOPE_CUDA_CALL(cudaSetDevice(device_));
+        shape_ = s;
+        const bool mla = s.kind == Attention::Mla;
+        const std::size_t kb = std::size_t(kvBytesPerElement(s.dtype)),
+                          ab = std::size_t(activationBytesPerElement(s.dtype));
+        const std::size_t dq = std::size_t(s.queryDim()), dv = std::size_t(s.valueDim());
+        const std::size_t rows = std::size_t(s.batch * s.qHeads);
+        const std::size_t kvElems = mla ? std::size_t(s.batch * s.context) * dq
+                                        : std::size_t(s.batch * s.kvHeads * s.context) * dq;
+        // Splits: fill the SMs a couple of times over when B·h_kv blocks alone would not.
+        const std::int64_t baseBlocks =
+            mla ? s.batch * ((s.qHeads + 15) / 16) : s.batch * s.kvHeads;
+        const std::int64_t targetBlocks = 2 * std::int64_t(prop_.multiProcessorCount);
+        std::int64_t splits =
+            std::max<std::int64_t>(1, (targetBlocks + baseBlocks - 1) / baseBlocks);
+        splits = std::min<std::int64_t>(splits, std::max<std::int64_t>(1, s.context / 256));
+        splits = std::min<std::int64_t>(splits, 128);
+        std::int64_t perSplit = (s.context + splits - 1) / splits;
+        perSplit = (perSplit + 63) / 64 * 64;
+        splits = (s.context + perSplit - 1) / perSplit;
+        splits_ = int(splits);
+        tokensPerSplit_ = int(perSplit);
+
+        for (int i = 0; i < sets; ++i) {
+            InputSet in;
+            const std::uint64_t sd = seed + std::uint64_t(i);
+            if (auto e = in.q.allocate(rows * dq * ab, "queries"); !e.empty())
+                return release(), e;
+            if (auto e = in.k.allocate(kvElems * kb, mla ? "latent cache" : "keys"); !e.empty())
+                return release(), e;
+            if (!mla)
+                if (auto e = in.v.allocate(kvElems * kb, "values"); !e.empty())
+                    return release(), e;
+            if (auto e = fill(in.q, rows * dq, activationType(s.dtype), sd, num::kQuery,
+                              num::kQueryScale);
+                !e.empty())
+                return release(), e;
+            if (auto e = fill(in.k, kvElems, s.dtype, sd, mla ? num::kLatent : num::kKey, 1.0f);
+                !e.empty())
+                return release(), e;
+            if (!mla)
+                if (auto e = fill(in.v, kvElems, s.dtype, sd, num::kValue, 1.0f); !e.empty())
+                    return release(), e;
+            sets_.push_back(std::move(in));
+        }
+        if (auto e = out_.allocate(rows * dv * ab, "output"); !e.empty())
+            return release(), e;
+        if (splits_ > 1) {
+            if (auto e =
+                    partialOut_.allocate(std::size_t(splits_) * rows * dv * 4, "split partials");
+                !e.empty())
+                return release(), e;
+            if (auto e = partialLse_.allocate(std::size_t(splits_) * rows * 4, "split log-sum-exp");
+                !e.empty())
+                return release(), e;
+        }
+        KVSCOPE_CUDA_CALL(cudaStreamSynchronize(stream_));
+        return configureKernel();
+    }
+
+    std::string poisonOutput() override {
+        KVSCOPE_CUDA_CALL(cudaMemsetAsync(out_.ptr, 0xff, out_.bytes, stream_));
+        if (partialOut_.ptr)
+            KVSCOPE_CUDA_CALL(cudaMemsetAsync(partialOut_.ptr, 0xff, partialOut_.bytes, stream_));
+        KVSCOPE_CUDA_CALL(cudaStreamSynchronize(stream_));
+        return {};
+    }
+
+    std::string run(int set) override {
+        if (auto e = launch(set); !e.empty())
+            return e;
+        KVSCOPE_CUDA_CALL(cudaStreamSynchronize(stream_));
+        return {};
+    }
+
+    std::string timeRun(int set, double* seconds) override {
+        KVSCOPE_CUDA_CALL(cudaEventRecord(start_, stream_));
+        if (auto e = launch(set); !e.empty())
+            return e;
+        KVSCOPE_CUDA_CALL(cudaEventRecord(stop_, stream_));
+        KVSCOPE_CUDA_CALL(cudaEventSynchronize(stop_));
+        float ms = 0;
+        KVSCOPE_CUDA_CALL(cudaEventElapsedTime(&ms, start_, stop_));
+        *seconds = double(ms) * 1e-3;
+        return {};
+    }
+
+    std::string readOutput(std::vector<float>* out) override {
+        const std::size_t n = out_.bytes / 2; // activation types on cuda are 16-bit
+        std::vector<std::uint16_t> raw(n);
+        KVSCOPE_CUDA_CALL(cudaMemcpy(raw.data(), out_.ptr, n * 2, cudaMemcpyDeviceToHost));
+        out->resize(n);
+        const bool fp16 = shape_.dtype == KvDtype::Fp16;
+        for (std::size_t i = 0; i < n; ++i)
+            (*out)[i] = fp16 ? num::fp16ToFloat(raw[i]) : num::bf16ToFloat(raw[i]);
+        // The fp16 decoder treats exponent 31 as finite; report poisoned halves as NaN.
+        if (fp16)
+            for (std::size_t i = 0; i < n; ++i)
+                if ((raw[i] & 0x7c00u) == 0x7c00u)
+                    (*out)[i] = __builtin_nanf("");
+        return {};
+    }
+
+    std::string kernelName() const override {
+        const std::string base =
+            shape_.kind == Attention::Mla ? "cuda-mla-absorbed-mma" : "cuda-gqa-mma";
+        return splits_ > 1 ? base + "-split" : base;
+    }
+    int splits() const override { return splits_; }
+
+    void release() override {
+        sets_.clear();
+        out_.reset();
+        partialOut_.reset();
+        partialLse_.reset();
+    }
+
+private:
+    struct InputSet {
+        DeviceBuffer q, k, v;
+    };
+
+    std::size_t heldBytes() const {
+        std::size_t n = out_.bytes + partialOut_.bytes + partialLse_.bytes;
+        for (const auto& s : sets_)
+            n += s.q.bytes + s.k.bytes + s.v.bytes;
+        return n;
+    }
+
+    std::string fill(DeviceBuffer& buf, std::size_t n, KvDtype format, std::uint64_t seed,
+                     std::uint32_t tensor, float scale) {
+        const int blocks = prop_.multiProcessorCount * 8;
+        cuda::fillKernel<<<blocks, 256, 0, stream_>>>(buf.bytesPtr(), n, formatOf(format), seed,
+                                                      tensor, scale);
+        KVSCOPE_CUDA_CALL(cudaGetLastError());
+        return {};
+    }
+
+    DecodeParams params(int set) const {
+        const InputSet& in = sets_[std::size_t(set)];
+        DecodeParams p{};
+        p.q = in.q.ptr;
+        p.k = in.k.bytesPtr();
+        p.v = in.v.bytesPtr();
+        p.out = out_.ptr;
+        p.partialOut = static_cast<float*>(partialOut_.ptr);
+        p.partialLse = static_cast<float*>(partialLse_.ptr);
+        p.batch = int(shape_.batch);
+        p.qHeads = int(shape_.qHeads);
+        p.kvHeads = shape_.kind == Attention::Mla ? 1 : int(shape_.kvHeads);
+        p.group = shape_.kind == Attention::Mla ? int(shape_.qHeads) : int(shape_.groupSize());
+        p.context = int(shape_.context);
+        p.splits = splits_;
+        p.tokensPerSplit = tokensPerSplit_;
+        p.scaleLog2 = float(softmaxScale(shape_) * 1.4426950408889634);
+        return p;
+    }
+
+    /// Raises the dynamic shared-memory limit of the kernel this shape uses.
+    std::string configureKernel() {
+        const DecodeShape& s = shape_;
+        if (s.kind == Attention::Mla) {
+            KVSCOPE_DISPATCH_KV_DTYPE(s.dtype, Kv, {
+                KVSCOPE_CUDA_CALL(cudaFuncSetAttribute(cuda::mlaDecodeKernel<Kv>,
+                                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                       cuda::MlaTile<Kv>::kSmemBytes));
+            })
+            return {};
+        }
+        const std::int64_t g = s.groupSize();
+        KVSCOPE_DISPATCH_KV_DTYPE(
+            s.dtype, Kv,
+            {KVSCOPE_DISPATCH_HEAD_DIM(
+                s.headDim, D, {KVSCOPE_DISPATCH_GQA_GROUP_SIZE(g, MT, {
+                    if constexpr (D == 256 && MT == 8) {
+                        return std::string("unsupported group size with head dim 256 (at most 64)");
+                    } else {
+                        KVSCOPE_CUDA_CALL(
+                            cudaFuncSetAttribute(cuda::gqaDecodeKernel<D, MT, Kv>,
+                                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                 cuda::GqaTile<D, MT, Kv>::kSmemBytes));
+                    }
+                })})})
+        return {};
+    }
+
+    std::string launch(int set) {
+        if (set < 0 || std::size_t(set) >= sets_.size())
+            return "input set " + std::to_string(set) + " was not prepared";
+        const DecodeShape& s = shape_;
+        const DecodeParams p = params(set);
+        const bool fp16 = s.dtype == KvDtype::Fp16;
+        if (s.kind == Attention::Mla) {
+            const dim3 grid(unsigned(splits_), unsigned((s.qHeads + 15) / 16), unsigned(s.batch));
+            KVSCOPE_DISPATCH_KV_DTYPE(s.dtype, Kv, {
+                cuda::mlaDecodeKernel<Kv>
+                    <<<grid, cuda::kThreads, cuda::MlaTile<Kv>::kSmemBytes, stream_>>>(p);
+            })
+        } else {
+            const std::int64_t g = s.groupSize();
+            const dim3 grid(unsigned(splits_), unsigned(s.kvHeads), unsigned(s.batch));
+            KVSCOPE_DISPATCH_KV_DTYPE(
+                s.dtype, Kv,
+                {KVSCOPE_DISPATCH_HEAD_DIM(
+                    s.headDim, D, {KVSCOPE_DISPATCH_GQA_GROUP_SIZE(g, MT, {
+                        if constexpr (D == 256 && MT == 8) {
+                            return std::string(
+                                "unsupported group size with head dim 256 (at most 64)");
+                        } else {
+                            cuda::gqaDecodeKernel<D, MT, Kv>
+                                <<<grid, cuda::kThreads, cuda::GqaTile<D, MT, Kv>::kSmemBytes,
+                                   stream_>>>(p);
+                        }
+                    })})})
+        }
+        KVSCOPE_CUDA_CALL(cudaGetLastError());
+        if (splits_ > 1) {
+            const unsigned rows = unsigned(s.batch * s.qHeads);
+            const int dv = int(s.valueDim());
+            if (fp16)
+                cuda::combineKernel<true><<<rows, 128, 0, stream_>>>(p, dv);
+            else
+                cuda::combineKernel<false><<<rows, 128, 0, stream_>>>(p, dv);
+            KVSCOPE_CUDA_CALL(cudaGetLastError());
+        }
+        return {};
+    }
+
+    std::string readCeiling(Ceilings* c, const Progress& progress) {
+        KVSCOPE_CUDA_CALL(cudaSetDevice(device_));
+        std::size_t freeBytes = 0, total = 0;
+        KVSCOPE_CUDA_CALL(cudaMemGetInfo(&freeBytes, &total));
+        // Many times L2 (H200: 50 MB): at least 1 GiB, at most a quarter of free memory.
+        std::size_t bytes =
+            std::max<std::size_t>(std::size_t(prop_.l2CacheSize) * 32, std::size_t(1) << 30);
+        bytes = std::min(bytes, freeBytes / 4) / 16 * 16;
+        DeviceBuffer buf, sink;
+        if (auto e = buf.allocate(bytes, "the read-bandwidth buffer"); !e.empty())
+            return e;
+        if (auto e = sink.allocate(64, "the read sink"); !e.empty())
+            return e;
+        if (auto e = fill(buf, bytes / 4, KvDtype::Fp32, 0x5eedull, 9, 1.0f); !e.empty())
+            return e;
+        KVSCOPE_CUDA_CALL(cudaStreamSynchronize(stream_));
+        if (progress && !progress(0.1, "cuda read bandwidth"))
+            return "cancelled";
+        int perSm = 0;
+        KVSCOPE_CUDA_CALL(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &perSm, cuda::readBandwidthKernel, 512, 0));
+        const int blocks = prop_.multiProcessorCount * std::max(1, perSm);
+        const std::size_t n = bytes / 16;
+        std::vector<double> times;
+        for (int rep = 0; rep < 23; ++rep) {
+            KVSCOPE_CUDA_CALL(cudaEventRecord(start_, stream_));
+            cuda::readBandwidthKernel<<<blocks, 512, 0, stream_>>>(
+                static_cast<const uint4*>(buf.ptr), n, static_cast<unsigned*>(sink.ptr));
+            KVSCOPE_CUDA_CALL(cudaGetLastError());
+            KVSCOPE_CUDA_CALL(cudaEventRecord(stop_, stream_));
+            KVSCOPE_CUDA_CALL(cudaEventSynchronize(stop_));
+            float ms = 0;
+            KVSCOPE_CUDA_CALL(cudaEventElapsedTime(&ms, start_, stop_));
+            if (rep >= 3) // warm-up
+                times.push_back(double(ms) * 1e-3);
+        }
+        c->readBytesPerSecond = double(bytes) / medianOf(times);
+        c->readKernel =
+            "16-byte streaming loads over " + std::to_string(bytes >> 20) + " MiB (" +
+            std::to_string(bytes / std::max<std::size_t>(1, std::size_t(prop_.l2CacheSize))) +
+            "x L2), median of 20";
+        return {};
+    }
+
+    std::string peakCeiling(Ceilings* c) {
+        cublasHandle_t handle = nullptr;
+        KVSCOPE_CUBLAS_CALL(cublasCreate(&handle));
+        struct HandleGuard {
+            cublasHandle_t h;
+            ~HandleGuard() { cublasDestroy(h); }
+        } guard{handle};
+        KVSCOPE_CUBLAS_CALL(cublasSetStream(handle, stream_));
+        const int n = 8192;
+        const std::size_t elems = std::size_t(n) * n;
+        DeviceBuffer a, b, d;
+        if (auto e = a.allocate(elems * 2, "gemm A"); !e.empty())
+            return e;
+        if (auto e = b.allocate(elems * 2, "gemm B"); !e.empty())
+            return e;
+        if (auto e = d.allocate(elems * 2, "gemm D"); !e.empty())
+            return e;
+        for (int fp16 = 0; fp16 < 2; ++fp16) {
+            const KvDtype t = fp16 ? KvDtype::Fp16 : KvDtype::Bf16;
+            const cudaDataType_t dt = fp16 ? CUDA_R_16F : CUDA_R_16BF;
+            // Random operands (never zeros: zeros run faster than real data).
+            if (auto e = fill(a, elems, t, 11, 5, 1.0f); !e.empty())
+                return e;
+            if (auto e = fill(b, elems, t, 12, 6, 1.0f); !e.empty())
+                return e;
+            const float alpha = 1.0f, beta = 0.0f;
+            std::vector<double> times;
+            for (int rep = 0; rep < 13; ++rep) {
+                KVSCOPE_CUDA_CALL(cudaEventRecord(start_, stream_));
+                KVSCOPE_CUBLAS_CALL(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha,
+                                                 a.ptr, dt, n, b.ptr, dt, n, &beta, d.ptr, dt, n,
+                                                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                KVSCOPE_CUDA_CALL(cudaEventRecord(stop_, stream_));
+                KVSCOPE_CUDA_CALL(cudaEventSynchronize(stop_));
+                float ms = 0;
+                KVSCOPE_CUDA_CALL(cudaEventElapsedTime(&ms, start_, stop_));
+                if (rep >= 3)
+                    times.push_back(double(ms) * 1e-3);
+            }
+            const double peak = 2.0 * double(n) * n * n / medianOf(times);
+            c->peakFlopPerSecond[std::string(dtypeName(t))] = peak;
+            if (!fp16) // fp8 KV is dequantised to bf16 mma
+                c->peakFlopPerSecond[std::string(dtypeName(KvDtype::Fp8E4m3))] = peak;
+        }
+        c->peakKernel = "cublasGemmEx 8192^3, bf16/fp16 in, fp32 accumulate, median of 10";
+        return {};
+    }
+
+    int device_ = 0;
+    cudaDeviceProp prop_{};
+    cudaStream_t stream_ = nullptr;
+    cudaEvent_t start_ = nullptr, stop_ = nullptr;
+    DecodeShape shape_;
+    int splits_ = 1, tokensPerSplit_ = 0;
+    std::vector<InputSet> sets_;
+    DeviceBuffer out_, partialOut_, partialLse_;
+};
+
+} // namespace
+
+std::unique_ptr<Engine> makeCudaEngine(std::string* error) {
+    int count = 0;
+    const cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || count == 0) {
+        std::string why;
+        if (e == cudaErrorNoDevice || (e == cudaSuccess && count == 0))
+            why = "no CUDA device found";
+        else if (e == cudaErrorInsufficientDriver)
+            why = "no NVIDIA driver, or one too old for this CUDA runtime";
+        else
+            why = std::string("cudaGetDeviceCount failed: ") + cudaGetErrorString(e);
+        cudaGetLastError();
+        if (error)
+            *error = why;
+        return nullptr;
+    }
+    auto engine = std::make_unique<CudaEngine>(0);
+    if (auto why = engine->init(); !why.empty()) {
+        if (error)
+            *error = why;
+        return nullptr;
+    }
+    return engine;
+}
+
+} // namespace kvscope::gpu::detail

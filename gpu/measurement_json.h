@@ -1,0 +1,43 @@
+// The measurement file written by `kvscope-cli measure --json` and read by the GUI overlay.
+//
+// {
+//   "backend": "cuda", "device": "NVIDIA H200", "model": "llama-3-70b",
+//   "ceilings": {"read_bytes_per_s": 4.3e12, "peak_flop_per_s": {"bf16": 7.2e14, ...}},
+//   "points": [{"variant": "GQA-8", "attention": "gqa", "q_heads": 64, "kv_heads": 8,
+//               "head_dim": 128, "context": 8192, "batch": 16, "kv_dtype": "bf16",
+//               "median_s": 1.1e-4, "bytes": 4.3e8, "flops": 3.4e9, "bytes_per_s": 3.9e12,
+//               "flop_per_s": 3.1e13, "intensity_flop_per_byte": 7.9, "max_rel_error": 2e-3,
+//               "kernel": "cuda-gqa-mma", "splits": 2}, ...]
+// }
+//
+// MLA points also carry "kv_lora_rank" and "rope_dim" (kv_heads is 1 and head_dim is
+// kv_lora_rank + rope_dim for them). Only points that passed their check are stored.
+#pragma once
+
+#include "gpu/backend.h"
+
+#include <string>
+#include <vector>
+
+namespace kvscope::gpu {
+
+/// One measurement run: the device's ceilings and the points measured on it.
+struct MeasurementSet {
+    std::string backend; ///< "cpu" or "cuda"
+    std::string device;  ///< device name
+    std::string model;   ///< model id the points came from (may be empty)
+    Ceilings ceilings;
+    std::vector<Measurement> points;
+};
+
+/// Serialises to the format above (pretty-printed, 2-space indent).
+std::string toJson(const MeasurementSet& set);
+/// Parses the format above. On failure returns false and sets *error to one line naming the
+/// field, e.g. "points[3].median_s: must be a positive number".
+bool fromJson(const std::string& text, MeasurementSet* out, std::string* error);
+
+/// File wrappers; errors name the path.
+bool saveMeasurementJson(const MeasurementSet& set, const std::string& path, std::string* error);
+bool loadMeasurementJson(const std::string& path, MeasurementSet* out, std::string* error);
+
+} // namespace kvscope::gpu
