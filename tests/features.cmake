@@ -1,0 +1,13 @@
+# Issue 5's headless half: stories, compare, the planner, engine logs and sessions.
+foreach(_t tst_story tst_compare tst_plan tst_explain_log tst_session)
+    if(NOT EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/${_t}.cpp)
+        continue()
+    endif()
+    kvscope_add_qtest(NAME ${_t} SOURCES ${_t}.cpp LIBS kvscope_core)
+    target_compile_definitions(${_t} PRIVATE
+        KVSCOPE_TEST_DATA_DIR="${CMAKE_CURRENT_SOURCE_DIR}/data")
+    # The CLI exit-code cases run kvscope-cli, so build it first.
+    if(TARGET kvscope-cli)
+        add_dependencies(${_t} kvscope-cli)
+    endif()
+endforeach()
