@@ -103,6 +103,8 @@ struct Report {
     std::int64_t requestBytes = 0;             ///< one request, whole model, all ranks' shards
 
     PoolBreakdown pool;
+    bool fits = true;          ///< false: the pool is empty or smaller than one request
+    std::string noFitReason;   ///< one line, when !fits
     std::int64_t tokensCapacity = 0; ///< floor(pool / per-rank cell) × dcp
     std::int64_t maxConcurrency = 0; ///< floor(pool / request bytes per rank)
     double concurrency = 0;          ///< unrounded

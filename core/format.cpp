@@ -1,0 +1,320 @@
+#include "core/format.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+namespace kvscope {
+
+namespace {
+
+/// Up to three significant digits, trailing zeros dropped: 320, 50.6, 2.5, 4.66.
+std::string compact(double v) {
+    const int decimals = std::fabs(v) >= 100 ? 0 : (std::fabs(v) >= 10 ? 1 : 2);
+    std::string s = fixed(v, decimals);
+    if (s.find('.') != std::string::npos) {
+        while (!s.empty() && s.back() == '0')
+            s.pop_back();
+        if (!s.empty() && s.back() == '.')
+            s.pop_back();
+    }
+    return s;
+}
+
+std::string pad(std::string s, std::size_t width) {
+    if (s.size() < width)
+        s.append(width - s.size(), ' ');
+    return s;
+}
+
+std::string bytesExact(std::int64_t b) {
+    return humanBytes(static_cast<double>(b)) + " (" + withCommas(b) + " B)";
+}
+
+} // namespace
+
+std::string fixed(double v, int decimals) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+    return buf;
+}
+
+std::string withCommas(std::int64_t n) {
+    const bool neg = n < 0;
+    std::uint64_t mag = neg ? 0 - static_cast<std::uint64_t>(n) : static_cast<std::uint64_t>(n);
+    std::string rev;
+    int digits = 0;
+    do {
+        if (digits > 0 && digits % 3 == 0)
+            rev.push_back(',');
+        rev.push_back(static_cast<char>('0' + mag % 10));
+        mag /= 10;
+        ++digits;
+    } while (mag > 0);
+    if (neg)
+        rev.push_back('-');
+    return std::string(rev.rbegin(), rev.rend());
+}
+
+std::string humanBytes(double bytes) {
+    const double a = std::fabs(bytes);
+    if (a < 1024)
+        return withCommas(std::llround(bytes)) + " B";
+    static const char* units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    double v = bytes / 1024.0;
+    int u = 0;
+    while (std::fabs(v) >= 1024.0 && u < 5) {
+        v /= 1024.0;
+        ++u;
+    }
+    // 1023.96 KiB would print as "1024 KiB": promote.
+    if (std::fabs(v) >= 999.5 && u < 5 && compact(v).size() > 3) {
+        v /= 1024.0;
+        ++u;
+    }
+    return compact(v) + " " + units[u];
+}
+
+std::string humanCount(double n) {
+    const double a = std::fabs(n);
+    if (a >= 1e12)
+        return fixed(n / 1e12, 2) + "T";
+    if (a >= 1e9)
+        return fixed(n / 1e9, 2) + "B";
+    if (a >= 1e6)
+        return fixed(n / 1e6, 1) + "M";
+    if (a >= 1e3)
+        return fixed(n / 1e3, 1) + "K";
+    return fixed(n, 0);
+}
+
+std::string humanFlops(double f) {
+    const double a = std::fabs(f);
+    if (a >= 1e15)
+        return fixed(f / 1e15, 2) + " PFLOP/s";
+    if (a >= 1e12)
+        return fixed(f / 1e12, 1) + " TFLOP/s";
+    if (a >= 1e9)
+        return fixed(f / 1e9, 1) + " GFLOP/s";
+    return fixed(f / 1e6, 1) + " MFLOP/s";
+}
+
+std::string humanBandwidth(double b) {
+    const double a = std::fabs(b);
+    if (a >= 1e12)
+        return fixed(b / 1e12, 2) + " TB/s";
+    if (a >= 1e9)
+        return fixed(b / 1e9, 1) + " GB/s";
+    return fixed(b / 1e6, 1) + " MB/s";
+}
+
+std::string textReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) {
+    std::ostringstream o;
+    const std::size_t w = 22;
+    auto row = [&](const std::string& label, const std::string& value,
+                   const std::string& note = {}) {
+        o << "  " << pad(label, w) << (note.empty() ? value : pad(value, 18) + "  " + note)
+          << '\n';
+    };
+    o << "kvscope: " << m.name << " on " << r.tp << " x " << gpu.name
+      << " (TP=" << r.tp << (r.dcp > 1 ? ", DCP=" + std::to_string(r.dcp) : "") << ")\n\n";
+
+    o << "Model (provenance on the right)\n";
+    row("attention", r.variant + (r.attention == AttentionKind::MLA
+                                      ? ""
+                                      : " (g = " + compact(r.groupSize) + ")"),
+        m.mla && r.attention != AttentionKind::MLA ? "what-if: MLA model viewed as GQA" : "");
+    row("layers L", std::to_string(m.layers.value), m.layers.source);
+    row("query heads h", std::to_string(m.qHeads.value), m.qHeads.source);
+    row("KV heads h_kv", std::to_string(r.kvHeads),
+        r.kvHeads == m.kvHeads.value || m.mla ? m.kvHeads.source
+                                              : "what-if --h-kv (model has " +
+                                                    std::to_string(m.kvHeads.value) + ")");
+    if (m.mla) {
+        row("kv_lora_rank r", std::to_string(m.kvLoraRank.value), m.kvLoraRank.source);
+        row("qk_rope_head_dim", std::to_string(m.qkRopeHeadDim.value), m.qkRopeHeadDim.source);
+    }
+    row("head dim d_h", std::to_string(m.headDim.value), m.headDim.source);
+    row("hidden d", std::to_string(m.hidden.value), m.hidden.source);
+    row("parameters", humanCount(static_cast<double>(r.params.total())),
+        "counted from the config; embeddings " +
+            std::string(m.tiedEmbeddings.value ? "tied" : "untied") + " (" +
+            m.tiedEmbeddings.source + ")");
+    row("KV dtype", toString(r.kvDtype) + " (" + std::to_string(r.kvBytesPerElement) + " B)",
+        m.torchDtype.source + " = " + m.torchDtype.value);
+    if (m.windowLayerCount() > 0)
+        row("layer kinds",
+            std::to_string(m.windowLayerCount()) + " of " + std::to_string(m.layers.value) +
+                " sliding",
+            m.layerKindsSource);
+
+    o << "\nBytes per token (the cell)\n";
+    row("cell, whole model", bytesExact(r.cellBytesPerToken));
+    row("cell per rank", bytesExact(r.cellBytesPerTokenPerRank),
+        std::to_string(r.qHeadsPerRank) + " query head(s), " +
+            std::to_string(r.kvHeadsPerRank) + (r.attention == AttentionKind::MLA
+                                                    ? " latent"
+                                                    : " KV head(s)") +
+            " per rank" + (r.kvReplicated ? ", replicated x" + std::to_string(r.kvCopies) : ""));
+    row("one request", humanBytes(static_cast<double>(r.requestBytes)),
+        "at " + withCommas(r.context) + " tokens, whole model");
+    row("one request per rank", humanBytes(static_cast<double>(r.requestBytesPerRank)),
+        r.dcp > 1 ? "ceil(S / DCP) = " + withCommas(r.contextPerRank) + " tokens per rank" : "");
+
+    const PoolBreakdown& p = r.pool;
+    o << "\nKV pool per rank (" << (p.overridden ? "--pool-gib" : toString(p.model)) << ")\n";
+    if (p.overridden) {
+        row("pool", humanBytes(static_cast<double>(p.poolBytes)), "set by --pool-gib");
+    } else {
+        const std::string capacity =
+            p.model == PoolModel::Datasheet
+                ? compact(static_cast<double>(p.capacityBytes) / 1e9) + " GB"
+                : humanBytes(static_cast<double>(p.capacityBytes));
+        row(fixed(p.util, 2) + " x " + capacity,
+            humanBytes(static_cast<double>(p.budgetBytes)), p.capacitySource);
+        row("- weights / TP", humanBytes(static_cast<double>(p.weightBytes)),
+            toString(r.weightDtype) + ", " + humanCount(static_cast<double>(r.params.total())) +
+                " params / " + std::to_string(r.tp));
+        if (p.model == PoolModel::Vllm) {
+            row("- activation peak", humanBytes(static_cast<double>(p.activationPeakBytes)),
+                "profiling pass, max_num_batched_tokens");
+            row("- CUDA graphs", humanBytes(static_cast<double>(p.cudaGraphBytes)),
+                "67 captured sizes");
+            if (p.ncclBytes)
+                row("- NCCL buffers", humanBytes(static_cast<double>(p.ncclBytes)));
+            if (p.customAllReduceBytes)
+                row("- custom all-reduce", humanBytes(static_cast<double>(p.customAllReduceBytes)));
+        }
+        row("= pool", humanBytes(static_cast<double>(p.poolBytes)),
+            withCommas(p.poolBytes) + " B");
+    }
+
+    o << "\nCapacity\n";
+    row("tokens held", withCommas(r.tokensCapacity),
+        "pool / per-rank cell" + std::string(r.dcp > 1 ? " x DCP" : ""));
+    row("max concurrency", withCommas(r.maxConcurrency),
+        "requests of " + withCommas(r.context) + " tokens (" + fixed(r.concurrency, 2) + ")");
+    row("vLLM page", bytesExact(r.pageBytes),
+        std::to_string(r.pageBytes / r.cellBytesPerTokenPerLayerPerRank) +
+            "-token block, one layer, one rank");
+    row("blocks per rank", withCommas(r.blocksPerRank), "pool / (page x L)");
+    o << "\nvLLM would log\n  " << r.vllmLogTokens << "\n  " << r.vllmLogConcurrency << "\n";
+
+    o << "\nDecode attention on the roofline (" << gpu.name << ")\n";
+    row("intensity", fixed(r.intensityFlopPerByte, 1) + " FLOP/byte",
+        r.attention == AttentionKind::MLA ? "2 h_rank (2r + d_rope) / (b (r + d_rope))"
+                                          : "2 g_rank / b");
+    row("ridge", fixed(r.ridgeFlopPerByte, 1) + " FLOP/byte",
+        humanFlops(r.kvDtype == KvDtype::FP32 ? gpu.peakFp32FlopPerS : gpu.peakBf16FlopPerS) +
+            " / " + humanBandwidth(gpu.bandwidthBytesPerS));
+    row("attainable", humanFlops(r.attainableFlopPerS),
+        fixed(100.0 * r.attainableFractionOfPeak, 1) + "% of peak");
+
+    o << "\nWeights\n";
+    row("K/V projections", humanCount(static_cast<double>(r.kvProjParamsPerLayer)) + " / layer",
+        r.kvProjParamsPerLayer != r.kvProjParamsPerLayerModel
+            ? "checkpoint: " + humanCount(static_cast<double>(r.kvProjParamsPerLayerModel))
+            : "");
+    if (r.kvProjParamsPerLayer != r.kvProjParamsPerLayerModel && r.attention != AttentionKind::MLA) {
+        const double delta = static_cast<double>(r.kvProjParamsPerLayer -
+                                                 r.kvProjParamsPerLayerModel) *
+                             static_cast<double>(r.layers);
+        row("what-if weights", (delta >= 0 ? "+" : "-") + humanCount(std::fabs(delta)) + " params",
+            (delta >= 0 ? "+" : "-") + humanBytes(std::fabs(delta) * 2) +
+                " bf16; the pool above keeps the checkpoint's weights");
+    }
+    row("weights per rank", humanBytes(static_cast<double>(r.weightBytesPerRank)),
+        toString(r.weightDtype));
+
+    o << "\nOne decode step per rank (batch " << r.batch << ", " << withCommas(r.context)
+      << " tokens)\n";
+    row("weights read", humanBytes(static_cast<double>(r.stepWeightBytesPerRank)));
+    row("KV read", humanBytes(static_cast<double>(r.stepKvBytesPerRank)),
+        fixed(100.0 * r.stepKvFraction, 1) + "% of the step's bytes");
+    row("time >= bytes / BW", fixed(r.stepTimeLowerBoundS * 1e3, 2) + " ms");
+
+    if (!r.warnings.empty()) {
+        o << "\nWarnings\n";
+        for (const auto& wn : r.warnings)
+            o << "  ! " << wn << '\n';
+    }
+    return o.str();
+}
+
+std::string jsonReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) {
+    using nlohmann::json;
+    json model = {{"name", m.name},
+                  {"model_type", m.modelType},
+                  {"attention", toString(r.attention)},
+                  {"variant", r.variant},
+                  {"layers", r.layers},
+                  {"q_heads", r.qHeads},
+                  {"kv_heads", r.kvHeads},
+                  {"head_dim", m.headDim.value},
+                  {"kv_lora_rank", r.kvLoraRank},
+                  {"qk_rope_head_dim", r.qkRopeHeadDim},
+                  {"params", r.params.total()}};
+    json provenance = {{"layers", m.layers.source},   {"q_heads", m.qHeads.source},
+                       {"kv_heads", m.kvHeads.source}, {"head_dim", m.headDim.source},
+                       {"hidden", m.hidden.source},    {"dtype", m.torchDtype.source},
+                       {"tied_embeddings", m.tiedEmbeddings.source}};
+    const PoolBreakdown& p = r.pool;
+    json pool = {{"model", p.overridden ? "override" : toString(p.model)},
+                 {"capacity_bytes", p.capacityBytes},
+                 {"capacity_source", p.capacitySource},
+                 {"gpu_memory_utilization", p.util},
+                 {"budget_bytes", p.budgetBytes},
+                 {"weight_bytes", p.weightBytes},
+                 {"activation_peak_bytes", p.activationPeakBytes},
+                 {"cuda_graph_bytes", p.cudaGraphBytes},
+                 {"nccl_bytes", p.ncclBytes},
+                 {"custom_all_reduce_bytes", p.customAllReduceBytes},
+                 {"pool_bytes", p.poolBytes}};
+    json j = {{"model", model},
+              {"provenance", provenance},
+              {"gpu", {{"id", gpu.id}, {"name", gpu.name}}},
+              {"tp", r.tp},
+              {"dcp", r.dcp},
+              {"context", r.context},
+              {"batch", r.batch},
+              {"kv_dtype", toString(r.kvDtype)},
+              {"kv_bytes_per_element", r.kvBytesPerElement},
+              {"weight_dtype", toString(r.weightDtype)},
+              {"q_heads_per_rank", r.qHeadsPerRank},
+              {"kv_heads_per_rank", r.kvHeadsPerRank},
+              {"kv_replicated", r.kvReplicated},
+              {"kv_copies", r.kvCopies},
+              {"cell_bytes_per_token", r.cellBytesPerToken},
+              {"cell_bytes_per_token_per_rank", r.cellBytesPerTokenPerRank},
+              {"request_bytes", r.requestBytes},
+              {"request_bytes_per_rank", r.requestBytesPerRank},
+              {"pool", pool},
+              {"pool_bytes_per_rank", p.poolBytes},
+              {"fits", r.fits},
+              {"tokens_capacity", r.tokensCapacity},
+              {"max_concurrency", r.maxConcurrency},
+              {"concurrency", r.concurrency},
+              {"page_bytes", r.pageBytes},
+              {"blocks_per_rank", r.blocksPerRank},
+              {"vllm_log", {r.vllmLogTokens, r.vllmLogConcurrency}},
+              {"intensity_flop_per_byte", r.intensityFlopPerByte},
+              {"ridge_flop_per_byte", r.ridgeFlopPerByte},
+              {"attainable_flop_per_s", r.attainableFlopPerS},
+              {"attainable_fraction_of_peak", r.attainableFractionOfPeak},
+              {"kv_proj_params_per_layer", r.kvProjParamsPerLayer},
+              {"weight_bytes", r.weightBytes},
+              {"weight_bytes_per_rank", r.weightBytesPerRank},
+              {"decode_step",
+               {{"weight_bytes_per_rank", r.stepWeightBytesPerRank},
+                {"kv_bytes_per_rank", r.stepKvBytesPerRank},
+                {"kv_fraction", r.stepKvFraction},
+                {"time_lower_bound_s", r.stepTimeLowerBoundS}}},
+              {"warnings", r.warnings}};
+    if (!r.fits)
+        j["no_fit_reason"] = r.noFitReason;
+    return j.dump(2);
+}
+
+} // namespace kvscope
