@@ -75,8 +75,8 @@ Comparison compareReports(const Report& a, const Report& b) {
     c.ratios.push_back(make("concurrency", "concurrent requests",
                             static_cast<double>(a.maxConcurrency),
                             static_cast<double>(b.maxConcurrency), "more", "fewer"));
-    c.ratios.push_back(make("intensity", "decode-attention intensity (FLOP/byte)",
-                            a.intensityFlopPerByte, b.intensityFlopPerByte, "higher", "lower"));
+    c.ratios.push_back(make("intensity", "decode intensity", a.intensityFlopPerByte,
+                            b.intensityFlopPerByte, "higher", "lower"));
     c.ratios.push_back(make("attainable_fraction", "attainable fraction of peak",
                             a.attainableFractionOfPeak, b.attainableFractionOfPeak, "higher",
                             "lower"));

@@ -269,7 +269,11 @@ Result<EngineLog> parseEngineLog(std::string_view text) {
                     n ? std::optional<std::int64_t>(static_cast<std::int64_t>(*n)) : std::nullopt,
                     rd, lineNo, "GPU KV cache size (tokens)");
         }
-        if (auto p = after(line, "# GPU blocks:")) {
+        // "# GPU blocks: N" (V1 before 0.7.3), "# cuda blocks: N, # CPU blocks: M" (V0)
+        std::optional<std::size_t> blocksAt = after(line, "# GPU blocks:");
+        if (!blocksAt)
+            blocksAt = after(line, "# cuda blocks:");
+        if (auto p = blocksAt) {
             vllm = true;
             auto n = numberAt(line, *p);
             setOnce(log.numGpuBlocks,
@@ -465,23 +469,38 @@ Result<GpuSpec> pickGpu(const EngineLog& log, const ExplainOptions& opt,
     if (!total && log.availBeforeWeightsBytes)
         total = log.availBeforeWeightsBytes;
     if (total) {
-        std::optional<GpuSpec> best;
-        double bestGap = 0.06; // within 6%: the driver total or what is free at start
+        // The log gives a memory size, not a name: every preset within 6% matches; the default
+        // GPU wins among them, else the nearest.
+        std::vector<GpuSpec> matches;
+        std::optional<GpuSpec> nearest;
+        double nearestGap = 0.06;
         for (const auto& p : gpuPresets()) {
             auto g = loadGpu(p.id);
             if (!g.ok())
                 continue;
             const double gap =
                 std::fabs(double(g->reportedMemoryBytes()) - double(*total)) / double(*total);
-            if (gap < bestGap) {
-                bestGap = gap;
-                best = g.value();
+            if (gap >= 0.06)
+                continue;
+            matches.push_back(g.value());
+            if (gap < nearestGap) {
+                nearestGap = gap;
+                nearest = g.value();
             }
         }
-        if (best) {
+        for (const auto& g : matches)
+            if (g.id == kDefaultGpuId)
+                nearest = g;
+        if (nearest) {
+            std::string others;
+            for (const auto& g : matches)
+                if (g.id != nearest->id)
+                    others += (others.empty() ? "" : ", ") + g.id;
             notes.push_back("GPU inferred from the logged memory (" + gib(*total) +
-                            "): " + best->name + "; pass --gpu to choose another");
-            return *best;
+                            "): " + nearest->name +
+                            (others.empty() ? std::string() : " (also matches " + others + ")") +
+                            "; pass --gpu to choose another");
+            return *nearest;
         }
     }
     auto g = loadGpu(kDefaultGpuId);
@@ -704,8 +723,8 @@ namespace {
 
 std::string show(const ExplainTerm& t, double v) {
     if (t.unit == "B")
-        return gib(std::llround(v)) +
-               (std::fabs(v) < kGiB / 10 ? " (" + withCommas(std::llround(v)) + " B)" : "");
+        return std::fabs(v) >= kGiB / 10 ? gib(std::llround(v))
+                                         : withCommas(std::llround(v)) + " B";
     if (t.unit == "tokens")
         return withCommas(std::llround(v));
     return fixed(v, 2) + "x";
@@ -722,12 +741,12 @@ std::string explanationText(const LogExplanation& e) {
         out << ", DCP=" << d.dcp;
     out << ", util " << fixed(d.gpuMemUtil, 2) << ", KV " << toString(e.report.kvDtype)
         << ", S=" << withCommas(d.context) << "\n\n";
-    out << "  term                                          kvscope          log\n";
+    out << "  term                                                kvscope          log\n";
     for (const auto& t : e.terms) {
         char line[512];
         const std::string logged =
             t.logged ? show(t, *t.logged) + (t.inferred ? " (implied)" : "") : std::string("—");
-        std::snprintf(line, sizeof line, "  %-44s %-16s %s", t.label.c_str(),
+        std::snprintf(line, sizeof line, "  %-50s %-16s %s", t.label.c_str(),
                       show(t, t.predicted).c_str(), logged.c_str());
         out << line << "\n      " << t.explanation << "\n";
     }

@@ -56,10 +56,10 @@ std::vector<KvDtype> defaultPlanKvDtypes(const ModelSpec& m) {
 bool planOptionBefore(const PlanOption& a, const PlanOption& b) {
     if (a.gpus != b.gpus)
         return a.gpus < b.gpus;
-    if (a.replicas != b.replicas)
-        return a.replicas < b.replicas;
     if (a.headroom != b.headroom)
         return a.headroom > b.headroom;
+    if (a.replicas != b.replicas)
+        return a.replicas < b.replicas;
     if (a.tp != b.tp)
         return a.tp < b.tp;
     if (a.gpu != b.gpu)
@@ -134,11 +134,12 @@ Result<PlanResult> planDeployment(const PlanRequest& reqIn) {
                 const PoolBreakdown& pool = r->pool;
                 if (pool.poolBytes <= 0) {
                     rej.reason = "weights-dont-fit";
-                    rej.detail =
-                        "weights " + humanBytes(double(pool.weightBytes)) + " per rank (+ " +
-                        humanBytes(double(pool.activationPeakBytes + pool.nonTorchBytes())) +
-                        " activations and non-torch) exceed util × memory " +
-                        humanBytes(double(pool.budgetBytes));
+                    const double overhead = double(pool.activationPeakBytes + pool.nonTorchBytes());
+                    rej.detail = "weights " + humanBytes(double(pool.weightBytes)) + " per rank" +
+                                 (overhead > 0 ? " (+ " + humanBytes(overhead) +
+                                                     " activations and non-torch)"
+                                               : std::string()) +
+                                 " exceed util × memory " + humanBytes(double(pool.budgetBytes));
                     out.rejections.push_back(rej);
                     continue;
                 }
@@ -185,7 +186,8 @@ Result<PlanResult> planDeployment(const PlanRequest& reqIn) {
                 if (replicas > 1)
                     o.note = std::to_string(replicas) +
                              " data-parallel replicas of TP=" + std::to_string(tp) + " (" +
-                             withCommas(r->maxConcurrency) + " requests each)";
+                             withCommas(r->maxConcurrency) +
+                             (r->maxConcurrency == 1 ? " request each)" : " requests each)");
                 if (r->kvReplicated && !req.model.mla)
                     o.note += std::string(o.note.empty() ? "" : "; ") + "KV heads replicated ×" +
                               std::to_string(r->kvCopies) + " past h_kv";

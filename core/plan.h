@@ -61,7 +61,7 @@ struct PlanResult {
     std::vector<PlanRejection> rejections; ///< in candidate order
 };
 
-/// Ranks: fewest GPUs, then fewest replicas (one TP group needs no router), then most headroom,
+/// Ranks: fewest GPUs, then most headroom, then fewest replicas (one TP group needs no router),
 /// then smaller TP, then GPU id and KV dtype for a stable order.
 bool planOptionBefore(const PlanOption& a, const PlanOption& b);
 
