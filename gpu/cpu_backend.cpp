@@ -216,6 +216,27 @@ inline Vec16 load16(const float* p) {
 inline void store16(float* p, Vec16 v) {
     std::memcpy(p, &v, sizeof v);
 }
+typedef std::int32_t Int16v __attribute__((vector_size(64)));
+
+/// 2^x for x <= 0 on 16 lanes: x = n + f, f in (-1, 0], 2^f by a degree-7 Taylor polynomial
+/// of e^(f ln 2) (relative error < 2e-6), 2^n added to the exponent bits. Inputs below -125
+/// give a value below 2^-125, which the softmax sums treat as the zero it should be.
+inline Vec16 exp2Neg16(Vec16 x) {
+    const Vec16 lo = Vec16{} - 125.0f;
+    x = x < lo ? lo : x;
+    const Int16v n = __builtin_convertvector(x, Int16v); // truncation: n >= x
+    const Vec16 t = (x - __builtin_convertvector(n, Vec16)) * 0.69314718056f;
+    Vec16 p = Vec16{} + 1.0f / 5040.0f;
+    p = p * t + 1.0f / 720.0f;
+    p = p * t + 1.0f / 120.0f;
+    p = p * t + 1.0f / 24.0f;
+    p = p * t + 1.0f / 6.0f;
+    p = p * t + 0.5f;
+    p = p * t + 1.0f;
+    p = p * t + 1.0f;
+    return (Vec16)((Int16v)p + (n << 23));
+}
+
 inline float hsum16(Vec16 v) {
     float s = 0;
     for (int i = 0; i < 16; ++i)
@@ -256,7 +277,7 @@ template <int NK, int NV> KVSCOPE_CLONES void attendSegment(const Segment& sg, S
     sc.m.assign(std::size_t(R), -std::numeric_limits<float>::infinity());
     sc.l.assign(std::size_t(R), 0.0f);
     float* kf = sc.k.data();
-    float s[kTileTokens];
+    float s[kTileTokens] = {};
     for (std::int64_t t = sg.t0; t < sg.t1; t += kTileTokens) {
         const std::int64_t T = std::min(kTileTokens, sg.t1 - t);
         for (std::int64_t i = 0; i < T; ++i)
@@ -286,11 +307,11 @@ template <int NK, int NV> KVSCOPE_CLONES void attendSegment(const Segment& sg, S
             float& m = sc.m[std::size_t(r)];
             const float mNew = std::max(m, tileMax);
             const float alpha = std::exp2(m - mNew); // 0 on the first tile
+            for (std::int64_t i = 0; i < kTileTokens; i += 16)
+                store16(s + i, exp2Neg16(load16(s + i) - mNew));
             float sum = 0;
-            for (std::int64_t i = 0; i < T; ++i) {
-                s[i] = std::exp2(s[i] - mNew);
+            for (std::int64_t i = 0; i < T; ++i)
                 sum += s[i];
-            }
             sc.l[std::size_t(r)] = sc.l[std::size_t(r)] * alpha + sum;
             m = mNew;
             float* accRow = sc.acc.data() + r * dv;

@@ -1,0 +1,347 @@
+// kvscope-cli measure: run the model's attention variants on a measurement backend (CPU or
+// CUDA), check each against the double-precision reference, time it, and place it against the
+// measured ceilings (read bandwidth and arithmetic peak).
+#include "args.h"
+#include "command.h"
+#include "core/law.h"
+#include "core/model.h"
+#include "core/presets.h"
+#include "gpu/backend.h"
+#include "gpu/measurement_json.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+namespace kvscope::cli {
+namespace {
+
+struct Planned {
+    gpu::DecodeShape shape;
+    std::string variant;
+    std::string skip; ///< non-empty: not run, and why
+};
+
+bool tpValid(std::int64_t h, std::int64_t hkv, std::int64_t tp) {
+    if (h % tp != 0)
+        return false;
+    if (hkv >= tp)
+        return hkv % tp == 0;
+    return tp % hkv == 0;
+}
+
+/// Head dim for the GQA-family variants of a model: its own, or for an MLA model (whose
+/// q/k width 192 no kernel takes) the value head dim, when the kernels support it.
+std::int64_t gqaHeadDim(const ModelSpec& m) {
+    auto ok = [](std::int64_t d) { return d == 64 || d == 128 || d == 256; };
+    if (m.mla && ok(m.vHeadDim.value))
+        return m.vHeadDim.value;
+    return m.headDim.value;
+}
+
+/// The coverage set of --self-check without --model: every kernel, knob and dtype the
+/// backend takes, odd group sizes and contexts (padding, masking), split and unsplit grids.
+std::vector<Planned> coverageShapes(const std::string& backend) {
+    std::vector<Planned> out;
+    const std::vector<gpu::KvDtype> dtypes =
+        backend == "cuda" ? std::vector<gpu::KvDtype>{gpu::KvDtype::Bf16, gpu::KvDtype::Fp16,
+                                                      gpu::KvDtype::Fp8E4m3}
+                          : std::vector<gpu::KvDtype>{gpu::KvDtype::Bf16, gpu::KvDtype::Fp16,
+                                                      gpu::KvDtype::Fp8E4m3, gpu::KvDtype::Fp32};
+    struct G {
+        std::int64_t batch, h, hkv, d, s;
+    };
+    const std::vector<G> gqa = {
+        {1, 32, 32, 128, 1000}, // MHA, g = 1
+        {2, 32, 8, 128, 4097},  // GQA-4, context not a multiple of any tile
+        {1, 32, 1, 128, 3000},  // MQA, g = 32
+        {1, 12, 2, 64, 777},    // g = 6: padded M tile
+        {1, 40, 2, 128, 2048},  // g = 20: two M tiles, one partial
+        {1, 64, 1, 64, 1500},   // g = 64
+        {1, 128, 1, 128, 1024}, // g = 128: two M tiles per warp
+        {1, 16, 2, 256, 1300},  // head dim 256
+        {1, 64, 1, 256, 600},   // head dim 256, g = 64
+        {64, 32, 8, 128, 512},  // many blocks: no split
+        {3, 8, 8, 64, 5},       // tiny context
+    };
+    for (gpu::KvDtype dt : dtypes) {
+        for (const G& g : gqa) {
+            Planned p;
+            p.shape.kind = gpu::Attention::Gqa;
+            p.shape.batch = g.batch;
+            p.shape.qHeads = g.h;
+            p.shape.kvHeads = g.hkv;
+            p.shape.headDim = g.d;
+            p.shape.context = g.s;
+            p.shape.dtype = dt;
+            p.variant = g.hkv == g.h ? "MHA"
+                        : g.hkv == 1 ? "MQA"
+                                     : "GQA-" + std::to_string(g.h / g.hkv);
+            out.push_back(p);
+        }
+        for (auto [b, h, s] : std::vector<std::array<std::int64_t, 3>>{
+                 {1, 16, 2000}, {2, 128, 1100}, {1, 20, 333}, {40, 16, 300}}) {
+            Planned p;
+            p.shape.kind = gpu::Attention::Mla;
+            p.shape.batch = b;
+            p.shape.qHeads = h;
+            p.shape.kvHeads = 1;
+            p.shape.context = s;
+            p.shape.dtype = dt;
+            p.variant = "MLA";
+            out.push_back(p);
+        }
+    }
+    return out;
+}
+
+std::string fmt(const char* f, double x) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, f, x);
+    return buf;
+}
+
+std::string pad(std::string s, std::size_t w, bool right = true) {
+    if (s.size() >= w)
+        return s;
+    return right ? std::string(w - s.size(), ' ') + s : s + std::string(w - s.size(), ' ');
+}
+
+int runMeasure(const Args& args) {
+    ArgParser ap(
+        {"--backend", "--model", "--tp", "--context", "--batch", "--kv-dtype", "--sweep", "--json"},
+        {"--self-check"});
+    if (!ap.parse(args))
+        return fail(ap.error());
+    if (!ap.positional().empty())
+        return fail("measure: unexpected argument '" + ap.positional().front() + "'");
+    const std::string backendName = ap.value("--backend").value_or("cpu");
+    if (backendName != "cpu" && backendName != "cuda")
+        return fail("--backend: must be cpu or cuda, got '" + backendName + "'");
+    const bool selfCheckOnly = ap.has("--self-check");
+    const auto tp = ap.integer("--tp");
+    const auto contextFlag = ap.integer("--context");
+    const auto batchFlag = ap.integer("--batch");
+    if (!ap.ok())
+        return fail(ap.error());
+    const std::int64_t tpSize = tp.value_or(1);
+    if (tpSize < 1 || tpSize > kMaxTp)
+        return fail("--tp: must be between 1 and " + std::to_string(kMaxTp));
+    const bool cuda = backendName == "cuda";
+    const std::int64_t context = contextFlag.value_or(cuda ? 8192 : 4096);
+    if (context < 1 || context > kMaxContext)
+        return fail("--context: must be between 1 and " + std::to_string(kMaxContext) + " tokens");
+    const std::int64_t batch = batchFlag.value_or(cuda ? 16 : 1);
+    if (batch < 1 || batch > kMaxBatch)
+        return fail("--batch: must be between 1 and " + std::to_string(kMaxBatch));
+    const std::string dtypeText = ap.value("--kv-dtype").value_or("bf16");
+    const auto dtype = gpu::parseDtype(dtypeText);
+    if (!dtype)
+        return fail("--kv-dtype: unknown '" + dtypeText + "' (bf16, fp16, fp8_e4m3 or fp32)");
+    const std::string sweep = ap.value("--sweep").value_or("variants");
+    if (sweep != "variants" && sweep != "context" && sweep != "batch")
+        return fail("--sweep: must be variants, context or batch, got '" + sweep + "'");
+    const auto modelId = ap.value("--model");
+    if (!modelId && !selfCheckOnly)
+        return fail("--model: required (a preset id or a config.json path)");
+
+    std::vector<Planned> plan;
+    std::string modelName;
+    if (modelId) {
+        auto loaded = loadModel(*modelId);
+        if (!loaded.ok())
+            return fail(loaded.error().message());
+        const ModelSpec& m = loaded.value();
+        modelName = m.name;
+        const std::int64_t h = m.qHeads.value;
+        if (h % tpSize != 0)
+            return fail("--tp: " + std::to_string(tpSize) + " does not divide the " +
+                        std::to_string(h) + " query heads of " + m.name);
+        const std::int64_t hRank = h / tpSize;
+        auto gqaShape = [&](std::int64_t hkv, std::int64_t S, std::int64_t B) {
+            Planned p;
+            p.variant = variantLabel(m, hkv);
+            p.shape.kind = gpu::Attention::Gqa;
+            p.shape.batch = B;
+            p.shape.qHeads = hRank;
+            p.shape.kvHeads = std::max<std::int64_t>(1, hkv / tpSize);
+            p.shape.headDim = gqaHeadDim(m);
+            p.shape.context = S;
+            p.shape.dtype = *dtype;
+            if (!tpValid(h, hkv, tpSize))
+                p.skip = "TP=" + std::to_string(tpSize) + " is invalid with " +
+                         std::to_string(hkv) + " KV heads";
+            return p;
+        };
+        auto mlaShape = [&](std::int64_t S, std::int64_t B) {
+            Planned p;
+            p.variant = "MLA";
+            p.shape.kind = gpu::Attention::Mla;
+            p.shape.batch = B;
+            p.shape.qHeads = hRank;
+            p.shape.kvHeads = 1;
+            p.shape.kvLoraRank = m.kvLoraRank.value;
+            p.shape.ropeDim = m.qkRopeHeadDim.value;
+            p.shape.context = S;
+            p.shape.dtype = *dtype;
+            return p;
+        };
+        auto natural = [&](std::int64_t S, std::int64_t B) {
+            return m.mla ? mlaShape(S, B) : gqaShape(m.kvHeads.value, S, B);
+        };
+        if (sweep == "variants") {
+            for (std::int64_t hkv : validKvHeadCounts(m))
+                plan.push_back(gqaShape(hkv, context, batch));
+            if (m.mla)
+                plan.push_back(mlaShape(context, batch));
+        } else if (sweep == "context") {
+            std::vector<std::int64_t> contexts;
+            for (std::int64_t s = 1024; s < context; s *= 2)
+                contexts.push_back(s);
+            contexts.push_back(context);
+            for (std::int64_t s : contexts)
+                plan.push_back(natural(s, batch));
+        } else {
+            const std::int64_t maxBatch = batchFlag.value_or(cuda ? 64 : 8);
+            std::vector<std::int64_t> batches;
+            for (std::int64_t b = 1; b < maxBatch; b *= 2)
+                batches.push_back(b);
+            batches.push_back(maxBatch);
+            for (std::int64_t b : batches)
+                plan.push_back(natural(context, b));
+        }
+    } else {
+        plan = coverageShapes(backendName);
+    }
+
+    std::string why;
+    auto backend = gpu::makeBackend(backendName, &why);
+    if (!backend)
+        return fail(why);
+    const auto devices = backend->devices();
+    const std::string deviceName = devices.empty() ? backendName : devices.front().name;
+
+    // Shapes the backend cannot take are reported, not run; none at all is invalid input.
+    std::size_t runnable = 0;
+    std::string firstReason;
+    for (Planned& p : plan) {
+        if (p.skip.empty())
+            p.skip = backend->supports(p.shape);
+        if (p.skip.empty())
+            ++runnable;
+        else if (firstReason.empty())
+            firstReason = p.variant + ": " + p.skip;
+    }
+    if (runnable == 0)
+        return fail(firstReason.empty() ? "nothing to measure" : firstReason);
+
+    gpu::MeasurementSet set;
+    set.backend = backendName;
+    set.device = deviceName;
+    set.model = modelName;
+    if (!selfCheckOnly) {
+        set.ceilings = backend->measureCeilings();
+        if (!set.ceilings.ok)
+            return fail("ceilings: " + set.ceilings.error);
+    }
+
+    std::cout << "backend " << backendName << " on " << deviceName;
+    if (!modelName.empty())
+        std::cout << ", model " << modelName << " at TP=" << tpSize;
+    std::cout << "\n";
+    if (!selfCheckOnly) {
+        std::cout << "read ceiling " << fmt("%.1f", set.ceilings.readBytesPerSecond / 1e9)
+                  << " GB/s (" << set.ceilings.readKernel << ")\n";
+        std::cout << "peak " << fmt("%.1f", set.ceilings.peakFor(*dtype) / 1e12) << " TFLOP/s for "
+                  << gpu::dtypeName(*dtype) << " KV (" << set.ceilings.peakKernel << ")";
+        if (!set.ceilings.error.empty())
+            std::cout << " [" << set.ceilings.error << "]";
+        std::cout << "\n\n";
+    }
+
+    int failures = 0;
+    if (selfCheckOnly) {
+        std::cout << pad("variant", 8, false) << "  " << pad("shape", 40, false)
+                  << pad("kernel", 26) << pad("splits", 7) << pad("max rel err", 13)
+                  << pad("bound", 9) << "  result\n";
+        for (const Planned& p : plan) {
+            if (!p.skip.empty()) {
+                std::cout << pad(p.variant, 8, false) << "  "
+                          << pad(gpu::describe(p.shape), 40, false) << "  skipped: " << p.skip
+                          << "\n";
+                continue;
+            }
+            const gpu::Measurement m = backend->selfCheck(p.shape);
+            if (!m.ok)
+                ++failures;
+            std::cout << pad(p.variant, 8, false) << "  " << pad(gpu::describe(p.shape), 40, false)
+                      << pad(m.kernel, 26) << pad(std::to_string(m.splits), 7)
+                      << pad(fmt("%.2e", m.maxRelError), 13) << pad(fmt("%.0e", m.errorBound), 9)
+                      << "  " << (m.ok ? "PASS" : "FAIL: " + m.error) << "\n";
+        }
+        std::cout << "\nself-check: " << (plan.size() - failures) << " checked, " << failures
+                  << " failed\n";
+        return failures ? 1 : 0;
+    }
+
+    std::cout << pad("variant", 8, false) << pad("h", 5) << pad("h_kv", 5) << pad("d", 5)
+              << pad("S", 8) << pad("B", 5) << pad("dtype", 9) << pad("splits", 7)
+              << pad("time us", 11) << pad("GB/s", 9) << pad("TFLOP/s", 9) << pad("FLOP/B", 8)
+              << pad("%read", 7) << pad("%roof", 7) << pad("err", 10) << "\n";
+    for (Planned& p : plan) {
+        const gpu::DecodeShape& s = p.shape;
+        const bool mla = s.kind == gpu::Attention::Mla;
+        std::cout << pad(p.variant, 8, false) << pad(std::to_string(s.qHeads), 5)
+                  << pad(mla ? "-" : std::to_string(s.kvHeads), 5)
+                  << pad(std::to_string(mla ? s.kvLoraRank + s.ropeDim : s.headDim), 5)
+                  << pad(std::to_string(s.context), 8) << pad(std::to_string(s.batch), 5)
+                  << pad(std::string(gpu::dtypeName(s.dtype)), 9);
+        if (!p.skip.empty()) {
+            std::cout << "  skipped: " << p.skip << "\n";
+            continue;
+        }
+        gpu::Measurement m = backend->measure(s);
+        m.variant = p.variant;
+        if (!m.ok) {
+            ++failures;
+            std::cout << "  FAIL: " << m.error << "\n";
+            continue;
+        }
+        const double bw = set.ceilings.readBytesPerSecond, peak = set.ceilings.peakFor(s.dtype);
+        const double roof =
+            peak > 0 ? std::min(peak, m.intensityFlopPerByte * bw) : m.intensityFlopPerByte * bw;
+        std::cout << pad(std::to_string(m.splits), 7) << pad(fmt("%.1f", m.medianSeconds * 1e6), 11)
+                  << pad(fmt("%.1f", m.bytesPerSecond / 1e9), 9)
+                  << pad(fmt("%.3f", m.flopPerSecond / 1e12), 9)
+                  << pad(fmt("%.1f", m.intensityFlopPerByte), 8)
+                  << pad(fmt("%.0f%%", 100.0 * m.bytesPerSecond / bw), 7)
+                  << pad(fmt("%.0f%%", 100.0 * m.flopPerSecond / roof), 7)
+                  << pad(fmt("%.1e", m.maxRelError), 10) << "\n";
+        set.points.push_back(m);
+    }
+    std::cout << "\n%read = achieved bytes/s over the read ceiling; %roof = achieved FLOP/s over "
+                 "min(peak, intensity x read ceiling). Bytes count the KV read once plus Q in and "
+                 "O out.\n";
+
+    if (auto path = ap.value("--json")) {
+        std::string err;
+        if (!gpu::saveMeasurementJson(set, *path, &err))
+            return fail("--json: " + err);
+        std::cout << "wrote " << *path << "\n";
+    }
+    return failures ? 1 : 0;
+}
+
+} // namespace
+
+KVSCOPE_CLI_COMMAND({"measure",
+                     "measure --backend cpu|cuda --model M [--tp N] [--context S] [--batch B] "
+                     "[--kv-dtype D] [--sweep variants|context|batch] [--json FILE] [--self-check]",
+                     "Time decode attention of a model's variants against the measured ceilings",
+                     &runMeasure});
+
+} // namespace kvscope::cli

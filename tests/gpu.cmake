@@ -1,0 +1,31 @@
+# Measurement-backend tests (gpu/). The CPU backend is tested everywhere; the CUDA test is
+# compiled whenever the CUDA backend is (so CI catches API drift) and registered with CTest
+# only where a GPU answers `nvidia-smi -L` at configure time (nvbench's habit).
+kvscope_add_qtest(NAME tst_cpu_backend
+                  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/tst_cpu_backend.cpp
+                  LIBS kvscope_gpu
+                  LABELS gpu)
+
+if(KVSCOPE_WITH_CUDA)
+    add_executable(tst_cuda_backend ${CMAKE_CURRENT_SOURCE_DIR}/tst_cuda_backend.cpp)
+    target_link_libraries(tst_cuda_backend PRIVATE Qt6::Test kvscope_gpu)
+    set_target_properties(tst_cuda_backend PROPERTIES AUTOMOC ON)
+    find_program(KVSCOPE_NVIDIA_SMI nvidia-smi)
+    set(_kvscope_gpu_found OFF)
+    if(KVSCOPE_NVIDIA_SMI)
+        execute_process(COMMAND ${KVSCOPE_NVIDIA_SMI} -L RESULT_VARIABLE _rc OUTPUT_VARIABLE _out
+                        ERROR_QUIET TIMEOUT 20)
+        if(_rc EQUAL 0 AND _out MATCHES "GPU [0-9]")
+            set(_kvscope_gpu_found ON)
+        endif()
+    endif()
+    if(_kvscope_gpu_found)
+        add_test(NAME tst_cuda_backend COMMAND tst_cuda_backend)
+        set_tests_properties(tst_cuda_backend PROPERTIES TIMEOUT 900 LABELS "gpu;cuda")
+        message(STATUS "tst_cuda_backend: a GPU is present, registered with CTest")
+    else()
+        message(STATUS "tst_cuda_backend: built, but skipped (no GPU found by nvidia-smi -L)")
+    endif()
+else()
+    message(STATUS "tst_cuda_backend: skipped (no CUDA backend in this build)")
+endif()

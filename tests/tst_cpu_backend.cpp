@@ -1,0 +1,376 @@
+// CPU measurement backend: every variant and dtype against the double reference, the harness's
+// own checks (poisoned outputs, mismatches), counting, error values, JSON and a real timing.
+#include "gpu/backend.h"
+#include "gpu/engine.h"
+#include "gpu/measurement_json.h"
+
+#include <QTemporaryDir>
+#include <QtTest>
+#include <cmath>
+
+using namespace kvscope::gpu;
+Q_DECLARE_METATYPE(kvscope::gpu::DecodeShape)
+
+namespace {
+
+DecodeShape gqa(std::int64_t h, std::int64_t hkv, std::int64_t d, std::int64_t S, std::int64_t B,
+                KvDtype dt) {
+    DecodeShape s;
+    s.kind = Attention::Gqa;
+    s.qHeads = h;
+    s.kvHeads = hkv;
+    s.headDim = d;
+    s.context = S;
+    s.batch = B;
+    s.dtype = dt;
+    return s;
+}
+DecodeShape mla(std::int64_t h, std::int64_t S, std::int64_t B, KvDtype dt) {
+    DecodeShape s;
+    s.kind = Attention::Mla;
+    s.qHeads = h;
+    s.kvHeads = 1;
+    s.context = S;
+    s.batch = B;
+    s.dtype = dt;
+    return s;
+}
+
+/// Wraps the CPU engine and breaks it on purpose, to prove the harness notices.
+class BrokenEngine final : public detail::Engine {
+public:
+    enum Fault { SkipRun, OffByOne };
+    explicit BrokenEngine(Fault f) : inner_(detail::makeCpuEngine()), fault_(f) {}
+    std::string backendName() const override { return "broken"; }
+    std::vector<DeviceInfo> devices() const override { return inner_->devices(); }
+    std::string supports(const DecodeShape& s) const override { return inner_->supports(s); }
+    Ceilings measureCeilings(const Progress& p) override { return inner_->measureCeilings(p); }
+    std::int64_t cacheBytes() const override { return inner_->cacheBytes(); }
+    std::int64_t memoryBudgetBytes() const override { return inner_->memoryBudgetBytes(); }
+    std::string prepare(const DecodeShape& s, int sets, std::uint64_t seed) override {
+        return inner_->prepare(s, sets, seed + (fault_ == OffByOne ? 1 : 0)); // wrong inputs
+    }
+    std::string poisonOutput() override { return inner_->poisonOutput(); }
+    std::string run(int set) override {
+        return fault_ == SkipRun ? std::string() : inner_->run(set);
+    }
+    std::string timeRun(int set, double* t) override { return inner_->timeRun(set, t); }
+    std::string readOutput(std::vector<float>* out) override { return inner_->readOutput(out); }
+    std::string kernelName() const override { return "broken"; }
+    int splits() const override { return 1; }
+    void release() override { inner_->release(); }
+
+private:
+    std::unique_ptr<detail::Engine> inner_;
+    Fault fault_;
+};
+
+} // namespace
+
+class TestCpuBackend : public QObject {
+    Q_OBJECT
+
+private:
+    std::unique_ptr<Backend> cpu() {
+        std::string err;
+        auto b = makeBackend("cpu", &err);
+        if (!b)
+            qFatal("cpu backend: %s", err.c_str());
+        return b;
+    }
+
+private Q_SLOTS:
+    void counts_data() {
+        QTest::addColumn<DecodeShape>("shape");
+        QTest::addColumn<double>("intensity");
+        const std::int64_t longS = 1 << 20;
+        // formulas.md §5 / §7: GQA-8 bf16 -> 2g/b = 8; fp8 -> 16; MHA bf16 -> 1.
+        QTest::newRow("gqa-8 d128 bf16 long") << gqa(64, 8, 128, longS, 1, KvDtype::Bf16) << 8.0;
+        QTest::newRow("gqa-8 d128 fp8 long") << gqa(64, 8, 128, longS, 1, KvDtype::Fp8E4m3) << 16.0;
+        QTest::newRow("mha d128 bf16 long") << gqa(64, 64, 128, longS, 1, KvDtype::Bf16) << 1.0;
+        QTest::newRow("mqa d128 fp32 long") << gqa(64, 1, 128, longS, 1, KvDtype::Fp32) << 32.0;
+        // DeepSeek-V3: 2·h·(2r + d_rope) / (b·(r + d_rope)) = 242 (TP=1), 30 (TP=8), 15 (TP=16).
+        QTest::newRow("mla h128 bf16 long")
+            << mla(128, longS, 1, KvDtype::Bf16) << 2.0 * 128 * 1088 / (2.0 * 576);
+        QTest::newRow("mla h16 bf16 long")
+            << mla(16, longS, 1, KvDtype::Bf16) << 2.0 * 16 * 1088 / (2.0 * 576);
+        QTest::newRow("mla h8 bf16 long")
+            << mla(8, longS, 1, KvDtype::Bf16) << 2.0 * 8 * 1088 / (2.0 * 576);
+    }
+    void counts() {
+        QFETCH(DecodeShape, shape);
+        QFETCH(double, intensity);
+        const DecodeCounts c = countDecode(shape);
+        QVERIFY2(std::abs(c.intensity - intensity) / intensity < 2e-3,
+                 qPrintable(QStringLiteral("%1 vs %2").arg(c.intensity).arg(intensity)));
+    }
+    void chapterNumbers() {
+        // The chapter's rounded figures.
+        QCOMPARE(std::lround(countDecode(mla(128, 1 << 24, 1, KvDtype::Bf16)).intensity), 242L);
+        QCOMPARE(std::lround(countDecode(mla(16, 1 << 24, 1, KvDtype::Bf16)).intensity),
+                 30L); // TP=8
+        QCOMPARE(std::lround(countDecode(mla(8, 1 << 24, 1, KvDtype::Bf16)).intensity),
+                 15L); // TP=16
+        // Exact counts for a known shape: 4·B·h·S·d FLOPs; KV B·S·2·h_kv·d·b; Q and O B·h·d·2.
+        const DecodeCounts c = countDecode(gqa(32, 8, 128, 4096, 2, KvDtype::Bf16));
+        QCOMPARE(c.flops, 134217728.0);
+        QCOMPARE(c.kvBytes, 33554432.0);
+        QCOMPARE(c.qBytes, 16384.0);
+        QCOMPARE(c.outBytes, 16384.0);
+        QCOMPARE(c.bytes, 33554432.0 + 32768.0);
+        // MLA: 2·B·h·S·(2r + d_rope) and B·S·(r + d_rope)·b.
+        const DecodeCounts m = countDecode(mla(16, 1000, 3, KvDtype::Fp8E4m3));
+        QCOMPARE(m.flops, 2.0 * 3 * 16 * 1000 * 1088);
+        QCOMPARE(m.kvBytes, 3.0 * 1000 * 576);
+        QCOMPARE(m.qBytes, 3.0 * 16 * 576 * 2);
+        QCOMPARE(m.outBytes, 3.0 * 16 * 512 * 2);
+    }
+
+    void dtypes() {
+        QCOMPARE(kvBytesPerElement(KvDtype::Fp8E4m3), 1);
+        QCOMPARE(kvBytesPerElement(KvDtype::Fp32), 4);
+        QCOMPARE(activationBytesPerElement(KvDtype::Fp8E4m3), 2);
+        QCOMPARE(parseDtype("fp8").value(), KvDtype::Fp8E4m3);
+        QCOMPARE(parseDtype("bfloat16").value(), KvDtype::Bf16);
+        QVERIFY(!parseDtype("int4"));
+        QCOMPARE(QString::fromStdString(describe(gqa(32, 4, 128, 4096, 1, KvDtype::Bf16))),
+                 QStringLiteral("gqa-8 h32 d128 bf16 B1 S4096"));
+    }
+
+    void selfCheck_data() {
+        QTest::addColumn<DecodeShape>("shape");
+        for (KvDtype dt : {KvDtype::Bf16, KvDtype::Fp16, KvDtype::Fp8E4m3, KvDtype::Fp32}) {
+            const std::string n(dtypeName(dt));
+            QTest::newRow(("mha d64 " + n).c_str()) << gqa(8, 8, 64, 700, 2, dt);
+            QTest::newRow(("gqa-8 d128 " + n).c_str()) << gqa(32, 4, 128, 1500, 1, dt);
+            QTest::newRow(("gqa-3 d128 " + n).c_str()) << gqa(12, 4, 128, 333, 2, dt);
+            QTest::newRow(("mqa d256 " + n).c_str()) << gqa(16, 1, 256, 1100, 1, dt);
+            QTest::newRow(("mla h16 " + n).c_str()) << mla(16, 900, 2, dt);
+        }
+    }
+    void selfCheck() {
+        QFETCH(DecodeShape, shape);
+        auto b = cpu();
+        const Measurement m = b->selfCheck(shape);
+        QVERIFY2(m.ok, m.error.c_str());
+        QVERIFY(std::isfinite(m.maxRelError));
+        QVERIFY(m.maxRelError <= errorBoundFor(shape.dtype));
+        // The bound is not vacuous: 16-bit outputs cannot be exact, fp32 nearly is.
+        if (shape.dtype != KvDtype::Fp32)
+            QVERIFY(m.maxRelError > 1e-6);
+        else
+            QVERIFY(m.maxRelError < 1e-5);
+        QCOMPARE(m.flops, countDecode(shape).flops);
+    }
+
+    void harnessCatchesUnwrittenOutput() {
+        auto b = detail::makeHarnessBackend(std::make_unique<BrokenEngine>(BrokenEngine::SkipRun));
+        const Measurement m = b->selfCheck(gqa(8, 2, 64, 300, 1, KvDtype::Bf16));
+        QVERIFY(!m.ok);
+        QVERIFY2(m.error.find("not written") != std::string::npos, m.error.c_str());
+    }
+    void harnessCatchesWrongResult() {
+        auto b = detail::makeHarnessBackend(std::make_unique<BrokenEngine>(BrokenEngine::OffByOne));
+        const Measurement m = b->selfCheck(gqa(8, 2, 64, 300, 1, KvDtype::Bf16));
+        QVERIFY(!m.ok);
+        QVERIFY2(m.error.find("mismatch") != std::string::npos, m.error.c_str());
+        QVERIFY(m.maxRelError > 0.05); // different random inputs: an O(1) error
+    }
+
+    void errorValues_data() {
+        QTest::addColumn<DecodeShape>("shape");
+        QTest::addColumn<QString>("field");
+        QTest::newRow("kv heads do not divide")
+            << gqa(32, 5, 128, 100, 1, KvDtype::Bf16) << QStringLiteral("kv_heads");
+        QTest::newRow("head dim 96")
+            << gqa(32, 8, 96, 100, 1, KvDtype::Bf16) << QStringLiteral("head_dim");
+        QTest::newRow("batch 0") << gqa(32, 8, 128, 100, 0, KvDtype::Bf16)
+                                 << QStringLiteral("batch");
+        QTest::newRow("context 0")
+            << gqa(32, 8, 128, 0, 1, KvDtype::Bf16) << QStringLiteral("context");
+        QTest::newRow("too large")
+            << gqa(64, 64, 128, 1ll << 30, 64, KvDtype::Bf16) << QStringLiteral("too large");
+        QTest::newRow("mla rank 500") << [] {
+            DecodeShape s = mla(16, 100, 1, KvDtype::Bf16);
+            s.kvLoraRank = 500;
+            return s;
+        }() << QStringLiteral("kv_lora_rank");
+    }
+    void errorValues() {
+        QFETCH(DecodeShape, shape);
+        QFETCH(QString, field);
+        auto b = cpu();
+        const std::string why = b->supports(shape);
+        QVERIFY2(QString::fromStdString(why).contains(field), why.c_str());
+        QVERIFY(why.find('\n') == std::string::npos);
+        const Measurement m = b->measure(shape);
+        QVERIFY(!m.ok);
+        QCOMPARE(m.error, why);
+    }
+
+    void factory() {
+        std::string err;
+        QVERIFY(!makeBackend("tpu", &err));
+        QVERIFY(err.find("unknown backend") != std::string::npos);
+        err.clear();
+        auto c = makeBackend("cuda", &err);
+        if (!c) // no GPU here: a clear one-line message, never a crash
+            QVERIFY(!err.empty() && err.find("cuda") != std::string::npos &&
+                    err.find('\n') == std::string::npos);
+        QCOMPARE(cudaCompiledIn(), bool(KVSCOPE_HAVE_CUDA));
+    }
+
+    void cancel() {
+        auto b = cpu();
+        int calls = 0;
+        const Measurement m = b->measure(gqa(8, 2, 64, 2000, 1, KvDtype::Bf16),
+                                         [&](double, const std::string&) { return ++calls < 2; });
+        QVERIFY(!m.ok);
+        QCOMPARE(m.error, std::string("cancelled"));
+    }
+
+    void realMeasurement() {
+        auto b = cpu();
+        const Ceilings c = b->measureCeilings();
+        QVERIFY2(c.ok, c.error.c_str());
+        QVERIFY(c.readBytesPerSecond > 1e8 && std::isfinite(c.readBytesPerSecond));
+        for (KvDtype d : {KvDtype::Bf16, KvDtype::Fp16, KvDtype::Fp8E4m3, KvDtype::Fp32})
+            QVERIFY(c.peakFor(d) > 1e8);
+        const DecodeShape s = gqa(16, 2, 128, 8192, 1, KvDtype::Bf16);
+        const Measurement m = b->measure(s);
+        QVERIFY2(m.ok, m.error.c_str());
+        QVERIFY(m.medianSeconds > 0 && std::isfinite(m.medianSeconds));
+        QVERIFY(m.repeats >= 7);
+        QCOMPARE(m.bytes, countDecode(s).bytes);
+        QVERIFY(std::abs(m.bytesPerSecond - m.bytes / m.medianSeconds) < 1e-6 * m.bytesPerSecond);
+        QVERIFY(m.flopPerSecond > 0 && std::isfinite(m.flopPerSecond));
+        QVERIFY(std::abs(m.intensityFlopPerByte - 8.0) < 0.01); // GQA-8 bf16
+        // A memory-bound kernel cannot beat the machine's read ceiling by much (caches aside).
+        QVERIFY2(m.bytesPerSecond < 3.0 * c.readBytesPerSecond,
+                 qPrintable(QStringLiteral("%1 vs ceiling %2")
+                                .arg(m.bytesPerSecond)
+                                .arg(c.readBytesPerSecond)));
+        qInfo("cpu: read ceiling %.2f GB/s, gqa-8 d128 bf16 S8192: %.2f GB/s (%.0f%%), %.3f ms",
+              c.readBytesPerSecond / 1e9, m.bytesPerSecond / 1e9,
+              100 * m.bytesPerSecond / c.readBytesPerSecond, m.medianSeconds * 1e3);
+    }
+
+    void jsonRoundTrip() {
+        auto b = cpu();
+        MeasurementSet set;
+        set.backend = "cpu";
+        set.device = "test cpu";
+        set.model = "llama-3-8b";
+        set.ceilings.readBytesPerSecond = 2.5e10;
+        set.ceilings.peakFlopPerSecond = {{"bf16", 4e11}, {"fp32", 4e11}};
+        Measurement m = b->measure(gqa(32, 8, 128, 1024, 1, KvDtype::Fp8E4m3));
+        QVERIFY2(m.ok, m.error.c_str());
+        m.variant = "GQA-4";
+        set.points.push_back(m);
+        Measurement ml = b->measure(mla(16, 512, 1, KvDtype::Bf16));
+        QVERIFY2(ml.ok, ml.error.c_str());
+        ml.variant = "MLA";
+        set.points.push_back(ml);
+        QTemporaryDir dir;
+        const std::string path = dir.filePath(QStringLiteral("m.json")).toStdString();
+        std::string err;
+        QVERIFY2(saveMeasurementJson(set, path, &err), err.c_str());
+        MeasurementSet back;
+        QVERIFY2(loadMeasurementJson(path, &back, &err), err.c_str());
+        QCOMPARE(back.backend, set.backend);
+        QCOMPARE(back.device, set.device);
+        QCOMPARE(back.model, set.model);
+        QCOMPARE(back.ceilings.readBytesPerSecond, 2.5e10);
+        QCOMPARE(back.ceilings.peakFor(KvDtype::Bf16), 4e11);
+        QCOMPARE(int(back.points.size()), 2);
+        const Measurement& p = back.points[0];
+        QCOMPARE(p.variant, std::string("GQA-4"));
+        QCOMPARE(p.shape.kind, Attention::Gqa);
+        QCOMPARE(p.shape.qHeads, std::int64_t(32));
+        QCOMPARE(p.shape.kvHeads, std::int64_t(8));
+        QCOMPARE(p.shape.headDim, std::int64_t(128));
+        QCOMPARE(p.shape.context, std::int64_t(1024));
+        QCOMPARE(p.shape.dtype, KvDtype::Fp8E4m3);
+        QCOMPARE(p.medianSeconds, m.medianSeconds);
+        QCOMPARE(p.bytes, m.bytes);
+        QCOMPARE(p.flops, m.flops);
+        QCOMPARE(p.maxRelError, m.maxRelError);
+        QCOMPARE(p.kernel, m.kernel);
+        const Measurement& q = back.points[1];
+        QCOMPARE(q.shape.kind, Attention::Mla);
+        QCOMPARE(q.shape.kvLoraRank, std::int64_t(512));
+        QCOMPARE(q.shape.ropeDim, std::int64_t(64));
+        QCOMPARE(q.intensityFlopPerByte, ml.intensityFlopPerByte);
+    }
+
+    void jsonErrors_data() {
+        QTest::addColumn<QString>("text");
+        QTest::addColumn<QString>("field");
+        const QString ceil = QStringLiteral(
+            R"("ceilings": {"read_bytes_per_s": 1e10, "peak_flop_per_s": {"bf16": 1e12}})");
+        const QString point = QStringLiteral(
+            R"({"variant": "GQA-8", "attention": "gqa", "q_heads": 64, "kv_heads": 8, "head_dim": 128,
+                "context": 8192, "batch": 1, "kv_dtype": "bf16", "median_s": 1e-4, "bytes": 1e8, "flops": 8e8,
+                "bytes_per_s": 1e12, "flop_per_s": 8e12, "intensity_flop_per_byte": 8, "max_rel_error": 0.002})");
+        auto doc = [&](const QString& head, const QString& c, const QString& p) {
+            return QStringLiteral("{%1, %2, \"points\": [%3]}").arg(head, c, p);
+        };
+        const QString head = QStringLiteral(R"("backend": "cpu", "device": "x")");
+        QTest::newRow("not json") << QStringLiteral("{") << QStringLiteral("not valid JSON");
+        QTest::newRow("missing backend") << doc(QStringLiteral(R"("device": "x")"), ceil, point)
+                                         << QStringLiteral("backend: missing");
+        QTest::newRow("negative bandwidth")
+            << doc(head,
+                   QStringLiteral(R"("ceilings": {"read_bytes_per_s": -1, "peak_flop_per_s": {}})"),
+                   point)
+            << QStringLiteral("ceilings.read_bytes_per_s");
+        QTest::newRow("unknown peak dtype")
+            << doc(head,
+                   QStringLiteral(
+                       R"("ceilings": {"read_bytes_per_s": 1, "peak_flop_per_s": {"int4": 1}})"),
+                   point)
+            << QStringLiteral("ceilings.peak_flop_per_s.int4");
+        QString noMedian = point;
+        noMedian.replace(QStringLiteral("\"median_s\": 1e-4,"), QString());
+        QTest::newRow("missing median")
+            << doc(head, ceil, noMedian) << QStringLiteral("points[0].median_s: missing");
+        QString badDtype = point;
+        badDtype.replace(QStringLiteral("\"bf16\""), QStringLiteral("\"int8\""));
+        QTest::newRow("bad kv dtype")
+            << doc(head, ceil, badDtype) << QStringLiteral("points[0].kv_dtype");
+        QString badKind = point;
+        badKind.replace(QStringLiteral("\"gqa\""), QStringLiteral("\"sparse\""));
+        QTest::newRow("bad attention")
+            << doc(head, ceil, badKind) << QStringLiteral("points[0].attention");
+        QString badHeads = point;
+        badHeads.replace(QStringLiteral("\"kv_heads\": 8"), QStringLiteral("\"kv_heads\": 7"));
+        QTest::newRow("kv heads not dividing")
+            << doc(head, ceil, badHeads) << QStringLiteral("points[0].kv_heads");
+    }
+    void jsonErrors() {
+        QFETCH(QString, text);
+        QFETCH(QString, field);
+        MeasurementSet out;
+        std::string err;
+        QVERIFY(!fromJson(text.toStdString(), &out, &err));
+        QVERIFY2(QString::fromStdString(err).contains(field), err.c_str());
+        QVERIFY(err.find('\n') == std::string::npos);
+    }
+    void jsonValidDocumentLoads() {
+        const std::string text = R"({"backend": "cuda", "device": "NVIDIA H200",
+            "ceilings": {"read_bytes_per_s": 4.4e12, "peak_flop_per_s": {"bf16": 7.5e14}},
+            "points": [{"variant": "MLA", "attention": "mla", "q_heads": 128, "kv_heads": 1, "head_dim": 576,
+              "context": 8192, "batch": 4, "kv_dtype": "bf16", "median_s": 5e-4, "bytes": 3.8e7, "flops": 9.1e9,
+              "bytes_per_s": 7.6e10, "flop_per_s": 1.8e13, "intensity_flop_per_byte": 239.5, "max_rel_error": 0.002}]})";
+        MeasurementSet out;
+        std::string err;
+        QVERIFY2(fromJson(text, &out, &err), err.c_str());
+        QCOMPARE(out.points.size(), std::size_t(1));
+        QCOMPARE(out.points[0].shape.kind, Attention::Mla);
+        QCOMPARE(out.points[0].shape.qHeads, std::int64_t(128));
+        QCOMPARE(out.ceilings.peakFor(KvDtype::Bf16), 7.5e14);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCpuBackend)
+#include "tst_cpu_backend.moc"
