@@ -4,6 +4,7 @@ foreach(_t tst_story tst_compare tst_plan tst_explain_log tst_session)
         continue()
     endif()
     kvscope_add_qtest(NAME ${_t} SOURCES ${_t}.cpp LIBS kvscope_core)
+    set_target_properties(${_t} PROPERTIES AUTOMOC ON) # Q_OBJECT test classes
     target_compile_definitions(${_t} PRIVATE
         KVSCOPE_TEST_DATA_DIR="${CMAKE_CURRENT_SOURCE_DIR}/data")
     # The CLI exit-code cases run kvscope-cli, so build it first.
