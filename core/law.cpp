@@ -284,6 +284,13 @@ double capacityCrossover(std::int64_t gqaCellBytesPerToken, std::int64_t mlaCell
 Result<Report> evaluate(const ModelSpec& m, const GpuSpec& gpu, const Deployment& d) {
     if (auto s = validate(m, gpu, d); !s.ok())
         return s.error();
+    // Absurd sizes: one request's bytes must stay far inside 64-bit arithmetic.
+    if (static_cast<double>(cellPerLayer(m, d, resolveKvDtype(m, d.kvDtype))) *
+            static_cast<double>(m.layers.value) * static_cast<double>(d.context) *
+            static_cast<double>(d.batch) >
+        1e18)
+        return makeError("context", "one decode step would read over 10^18 bytes of KV cache; "
+                                    "the sizes are absurd");
     Report r;
     const bool latent = latentMode(m, d);
     const std::int64_t hkv = effectiveKvHeads(m, d);

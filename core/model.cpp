@@ -456,6 +456,24 @@ Result<ModelSpec> resolve(const json& root, const std::string& name) {
         else
             m.layerKindsSource = prefix + "sliding_window";
     }
+    // Absurd sizes: a bound on the parameter count in floating point, so nothing downstream
+    // (parameter counts, weight bytes) can overflow 64-bit integers.
+    {
+        const double d = static_cast<double>(m.hidden.value);
+        const double dh = static_cast<double>(std::max(m.headDim.value, m.vHeadDim.value));
+        const double heads = static_cast<double>(m.qHeads.value + 2 * m.kvHeads.value);
+        const double experts =
+            static_cast<double>(m.routedExperts.value + m.sharedExperts.value + 1);
+        const double ffn = static_cast<double>(std::max(m.intermediate.value, m.moeIntermediate.value));
+        const double lora = static_cast<double>(m.kvLoraRank.value + m.qLoraRank.value);
+        const double bound =
+            static_cast<double>(m.layers.value) *
+                (2 * d * heads * dh + 3 * experts * d * ffn + lora * (d + heads * dh)) +
+            2 * static_cast<double>(m.vocab.value) * d;
+        if (bound > 1e15)
+            return makeError(prefix + "hidden_size",
+                             "the sizes are absurd: they describe over 10^15 parameters");
+    }
     if (const auto n = m.windowLayerCount(); n > 0) {
         const auto w = *std::max_element(m.layerWindow.begin(), m.layerWindow.end());
         m.warnings.push_back("sliding window: " + std::to_string(n) + " of " +

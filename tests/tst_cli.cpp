@@ -1,0 +1,208 @@
+// kvscope-cli's contract: the chapter's headline numbers, the --json keys, and exit status 2
+// with exactly one "error:" line for every kind of bad input.
+#include <QtTest/QtTest>
+
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+
+namespace {
+
+struct Run {
+    int exitCode = -1;
+    QProcess::ExitStatus status = QProcess::CrashExit;
+    QByteArray out, err;
+};
+
+Run cli(const QStringList& args) {
+    QProcess p;
+    p.start(QStringLiteral(KVSCOPE_CLI_PATH), args);
+    Run r;
+    if (!p.waitForFinished(60000)) {
+        p.kill();
+        p.waitForFinished();
+        return r;
+    }
+    r.exitCode = p.exitCode();
+    r.status = p.exitStatus();
+    r.out = p.readAllStandardOutput();
+    r.err = p.readAllStandardError();
+    return r;
+}
+
+QStringList words(const char* s) { return QString::fromLatin1(s).split(QLatin1Char(' '), Qt::SkipEmptyParts); }
+
+} // namespace
+
+class TestCli : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void headline_data();
+    void headline();
+    void jsonKeys();
+    void readableReport();
+    void sweepCsv();
+    void listings();
+    void badInput_data();
+    void badInput();
+    void badFiles_data();
+    void badFiles();
+};
+
+void TestCli::headline_data() {
+    QTest::addColumn<QString>("args");
+    QTest::addColumn<qint64>("maxConcurrency");
+    QTest::addColumn<qint64>("cellPerRank");
+    const char* base = "size --model llama-3-70b --tp 8 --gpu h100-sxm --pool-model datasheet "
+                       "--context 8192 --json";
+    QTest::newRow("llama3-70b tp8 gqa8 162") << QString::fromLatin1(base) << 162LL << 40960LL;
+    QTest::newRow("llama3-70b tp8 mha 20")
+        << QString::fromLatin1(base) + QStringLiteral(" --h-kv 64") << 20LL << 327680LL;
+    QTest::newRow("llama3-70b tp8 mqa 162")
+        << QString::fromLatin1(base) + QStringLiteral(" --h-kv 1") << 162LL << 40960LL;
+}
+
+void TestCli::headline() {
+    QFETCH(QString, args);
+    QFETCH(qint64, maxConcurrency);
+    QFETCH(qint64, cellPerRank);
+    const Run r = cli(args.split(QLatin1Char(' ')));
+    QCOMPARE(r.status, QProcess::NormalExit);
+    QCOMPARE(r.exitCode, 0);
+    const auto j = QJsonDocument::fromJson(r.out).object();
+    QCOMPARE(j.value(QStringLiteral("max_concurrency")).toInteger(), maxConcurrency);
+    QCOMPARE(j.value(QStringLiteral("cell_bytes_per_token_per_rank")).toInteger(), cellPerRank);
+}
+
+void TestCli::jsonKeys() {
+    const Run r = cli(words("size --model deepseek-v3 --tp 16 --gpu h200 --json"));
+    QCOMPARE(r.exitCode, 0);
+    const auto j = QJsonDocument::fromJson(r.out).object();
+    for (const char* key :
+         {"model", "tp", "dcp", "q_heads_per_rank", "kv_heads_per_rank", "kv_replicated",
+          "cell_bytes_per_token", "cell_bytes_per_token_per_rank", "request_bytes_per_rank",
+          "pool_bytes_per_rank", "tokens_capacity", "max_concurrency", "page_bytes",
+          "blocks_per_rank", "intensity_flop_per_byte", "ridge_flop_per_byte",
+          "attainable_fraction_of_peak", "kv_proj_params_per_layer", "weight_bytes_per_rank"})
+        QVERIFY2(j.contains(QLatin1String(key)), key);
+    const auto model = j.value(QStringLiteral("model")).toObject();
+    for (const char* key : {"name", "attention", "layers", "q_heads", "kv_heads", "head_dim",
+                            "kv_lora_rank", "qk_rope_head_dim", "params"})
+        QVERIFY2(model.contains(QLatin1String(key)), key);
+    QCOMPARE(model.value(QStringLiteral("attention")).toString(), QStringLiteral("MLA"));
+    QCOMPARE(j.value(QStringLiteral("cell_bytes_per_token")).toInteger(), 70272);
+    QCOMPARE(j.value(QStringLiteral("q_heads_per_rank")).toInteger(), 8);
+    QCOMPARE(j.value(QStringLiteral("kv_replicated")).toBool(), true);
+    QCOMPARE(qRound(j.value(QStringLiteral("intensity_flop_per_byte")).toDouble()), 15);
+    // Bytes are integers, not rounded floats.
+    QVERIFY(r.out.contains("\"pool_bytes_per_rank\": ") &&
+            !r.out.contains("\"pool_bytes_per_rank\": 3.3e"));
+}
+
+void TestCli::readableReport() {
+    const Run r = cli(words("size --model llama-3-70b --tp 8 --pool-model datasheet"));
+    QCOMPARE(r.exitCode, 0);
+    const QString out = QString::fromUtf8(r.out);
+    QVERIFY(out.contains(QStringLiteral("320 KiB (327,680 B)")));
+    QVERIFY(out.contains(QStringLiteral("40 KiB (40,960 B)")));
+    QVERIFY(out.contains(QStringLiteral("50.6 GiB")));
+    QVERIFY(out.contains(QStringLiteral("fallback: hidden_size / num_attention_heads")));
+    QVERIFY(out.contains(QStringLiteral("GPU KV cache size: ")));
+    QVERIFY(out.contains(QStringLiteral("Maximum concurrency for 8,192 tokens per request: 162.")));
+    const Run v = cli(words("size --model llama-3-70b --tp 8"));
+    QVERIFY(QString::fromUtf8(v.out).contains(QStringLiteral("activation peak")));
+    QVERIFY(QString::fromUtf8(v.out).contains(QStringLiteral("NCCL")));
+}
+
+void TestCli::sweepCsv() {
+    const Run r = cli(words("sweep --model llama-3-8b --csv"));
+    QCOMPARE(r.exitCode, 0);
+    const auto lines = QString::fromUtf8(r.out).split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+    QVERIFY(lines.first().startsWith(QStringLiteral("tp,variant,kv_heads")));
+    // TP 1..32 × 6 variants (32, 16, 8, 4, 2, 1 KV heads) + header.
+    QCOMPARE(lines.size(), 6 * 6 + 1);
+    // Llama-3-8B GQA-4 at TP=16: one replicated KV head per rank, 16 KiB per token per rank.
+    QVERIFY(std::any_of(lines.begin(), lines.end(), [](const QString& l) {
+        return l.startsWith(QStringLiteral("16,GQA-4,8,1,true,131072,16384,"));
+    }));
+}
+
+void TestCli::listings() {
+    const Run m = cli({QStringLiteral("models")});
+    QCOMPARE(m.exitCode, 0);
+    QVERIFY(m.out.startsWith("llama-3-70b"));
+    QVERIFY(m.out.contains("deepseek-v3"));
+    const Run g = cli({QStringLiteral("gpus")});
+    QCOMPARE(g.exitCode, 0);
+    QVERIFY(g.out.contains("h100-sxm"));
+    QVERIFY(g.out.contains("989.4 TFLOP/s"));
+}
+
+void TestCli::badInput_data() {
+    QTest::addColumn<QString>("args");
+    QTest::addColumn<QString>("errorContains");
+    QTest::newRow("unknown command") << "frobnicate" << "unknown command";
+    QTest::newRow("unknown flag") << "size --model llama-3-70b --tpp 8" << "--tpp: unknown option";
+    QTest::newRow("missing value") << "size --model" << "--model: needs a value";
+    QTest::newRow("tp not a number") << "size --tp eight" << "--tp: must be an integer";
+    QTest::newRow("tp zero") << "size --tp 0" << "tp: must be a positive integer";
+    QTest::newRow("tp does not divide") << "size --tp 3"
+                                        << "must be divisible by tensor parallel size (3)";
+    QTest::newRow("h-kv not a divisor") << "size --h-kv 5" << "h_kv: must divide";
+    QTest::newRow("dcp gqa") << "size --tp 8 --dcp 2" << "Decode context parallelism";
+    QTest::newRow("bad dtype") << "size --kv-dtype int3" << "kv-dtype: must be one of";
+    QTest::newRow("util above one") << "size --gpu-mem-util 1.2" << "gpu-mem-util: must be in (0, 1]";
+    QTest::newRow("util nan") << "size --gpu-mem-util nan" << "--gpu-mem-util: must be a number";
+    QTest::newRow("context negative") << "size --context -5" << "context: must be a positive";
+    QTest::newRow("context absurd") << "size --context 99999999999999" << "context: must be at most";
+    QTest::newRow("unknown model") << "size --model gpt-17" << "no preset or file named 'gpt-17'";
+    QTest::newRow("unknown gpu") << "size --gpu tpu-v9" << "no preset or file named 'tpu-v9'";
+    QTest::newRow("pool model") << "size --pool-model magic" << "pool-model: must be vllm or datasheet";
+    QTest::newRow("latent on gqa") << "size --h-kv latent" << "needs an MLA model";
+    QTest::newRow("block size") << "size --block-size 7" << "block-size: must be one of";
+}
+
+void TestCli::badInput() {
+    QFETCH(QString, args);
+    QFETCH(QString, errorContains);
+    const Run r = cli(args.split(QLatin1Char(' ')));
+    QCOMPARE(r.status, QProcess::NormalExit);
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY(r.out.isEmpty());
+    const QString err = QString::fromUtf8(r.err);
+    QVERIFY2(err.startsWith(QStringLiteral("error: ")), qPrintable(err));
+    QCOMPARE(err.count(QLatin1Char('\n')), 1);
+    QVERIFY2(err.contains(errorContains), qPrintable(err));
+}
+
+void TestCli::badFiles_data() {
+    QTest::addColumn<QByteArray>("content");
+    QTest::addColumn<QString>("errorContains");
+    QTest::newRow("binary garbage") << QByteArray("\x7f" "ELF\x02\x01\x01\0\0\0", 10) << "malformed JSON";
+    QTest::newRow("truncated") << QByteArray(R"({"num_hidden_layers": 80, "num_attention_he)") << "malformed JSON";
+    QTest::newRow("missing fields") << QByteArray(R"({"hidden_size": 8192})") << "num_hidden_layers: missing";
+    QTest::newRow("zero heads") << QByteArray(R"({"num_hidden_layers": 80, "num_attention_heads": 0, "hidden_size": 8192})") << "num_attention_heads: must be a positive integer";
+    QTest::newRow("deep nesting") << QByteArray(200000, '{') << "nested deeper";
+}
+
+void TestCli::badFiles() {
+    QFETCH(QByteArray, content);
+    QFETCH(QString, errorContains);
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("config.json"));
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(content);
+    f.close();
+    const Run r = cli({QStringLiteral("size"), QStringLiteral("--model"), path});
+    QCOMPARE(r.status, QProcess::NormalExit);
+    QCOMPARE(r.exitCode, 2);
+    const QString err = QString::fromUtf8(r.err);
+    QCOMPARE(err.count(QLatin1Char('\n')), 1);
+    QVERIFY2(err.startsWith(QStringLiteral("error: ")) && err.contains(errorContains),
+             qPrintable(err));
+}
+
+QTEST_GUILESS_MAIN(TestCli)
+#include "tst_cli.moc"

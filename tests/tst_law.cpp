@@ -1,0 +1,527 @@
+// formulas.md §7, row by row, plus one test per validation rule.
+#include "core/format.h"
+#include "core/law.h"
+#include "core/presets.h"
+
+#include <QtTest/QtTest>
+
+#include <cmath>
+
+using namespace kvscope;
+
+namespace {
+
+ModelSpec model(const char* id) {
+    auto m = loadModel(id);
+    if (!m.ok())
+        qFatal("preset %s: %s", id, m.error().message().c_str());
+    return m.value();
+}
+
+GpuSpec gpu(const char* id) {
+    auto g = loadGpu(id);
+    if (!g.ok())
+        qFatal("gpu %s: %s", id, g.error().message().c_str());
+    return g.value();
+}
+
+Report eval(const ModelSpec& m, const GpuSpec& g, const Deployment& d) {
+    auto r = evaluate(m, g, d);
+    if (!r.ok())
+        qFatal("evaluate: %s", r.error().message().c_str());
+    return r.value();
+}
+
+Deployment dep(std::int64_t tp, std::optional<std::int64_t> hkv = std::nullopt) {
+    Deployment d;
+    d.tp = tp;
+    d.kvHeads = hkv;
+    d.context = 8192;
+    return d;
+}
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+} // namespace
+
+class TestLaw : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    // --- §7: the chapter's numbers -----------------------------------------------------------
+    void cellBytes_data();
+    void cellBytes();
+    void chapterConcurrency_data();
+    void chapterConcurrency();
+    void ridgeAndIntensity();
+    void kvProjectionWeights();
+    void deepseekCellAtAnyTp_data();
+    void deepseekCellAtAnyTp();
+    void deepseekFp8DsMla();
+    void mlaIntensity_data();
+    void mlaIntensity();
+    void fixedPoolMlaLoses();
+    void crossover();
+    void vllmPage();
+    void llama8bReplicatesPastTp8();
+    void intensityTpInvariantUntilReplication();
+    void gqaPaperTable();
+    // --- more of the law -------------------------------------------------------------------
+    void dcpDividesContext();
+    void windowLayersCapRequestBytes();
+    void vllmPoolBreakdown();
+    void poolOverride();
+    void weightsDoNotFit();
+    void weightFp8KeepsEmbeddings16Bit();
+    void decodeStepTraffic();
+    void sweepCoversEveryVariant();
+    void humanUnits_data();
+    void humanUnits();
+    // --- validation: one test per rule -------------------------------------------------------
+    void validationRules_data();
+    void validationRules();
+};
+
+void TestLaw::cellBytes_data() {
+    QTest::addColumn<QString>("modelId");
+    QTest::addColumn<int>("tp");
+    QTest::addColumn<int>("hkv"); // 0 = the model's own
+    QTest::addColumn<qint64>("cell");
+    QTest::addColumn<qint64>("cellPerRank");
+    QTest::addColumn<qint64>("requestBytes8k");
+    QTest::addColumn<int>("kvPerRank");
+    // Llama-3-70B as MHA: 2.5 MiB/token, 20 GiB per 8,192-token conversation.
+    QTest::newRow("llama3-70b mha tp1") << "llama-3-70b" << 1 << 64 << 2'621'440LL << 2'621'440LL
+                                        << 20LL * 1024 * 1024 * 1024 << 64;
+    // As shipped (GQA-8): 320 KiB/token, 2.5 GiB at 8k.
+    QTest::newRow("llama3-70b gqa8 tp1")
+        << "llama-3-70b" << 1 << 0 << 327'680LL << 327'680LL << 2'684'354'560LL << 8;
+    // At TP=8 GQA-8 and MQA alike: 40 KiB per token per rank, one KV head per rank.
+    QTest::newRow("llama3-70b gqa8 tp8")
+        << "llama-3-70b" << 8 << 0 << 327'680LL << 40'960LL << 2'684'354'560LL << 1;
+    QTest::newRow("llama3-70b mqa tp8")
+        << "llama-3-70b" << 8 << 1 << 40'960LL << 40'960LL << 335'544'320LL << 1;
+    QTest::newRow("llama3-70b mha tp8")
+        << "llama-3-70b" << 8 << 64 << 2'621'440LL << 327'680LL << 20LL * 1024 * 1024 * 1024 << 8;
+}
+
+void TestLaw::cellBytes() {
+    QFETCH(QString, modelId);
+    QFETCH(int, tp);
+    QFETCH(int, hkv);
+    QFETCH(qint64, cell);
+    QFETCH(qint64, cellPerRank);
+    QFETCH(qint64, requestBytes8k);
+    QFETCH(int, kvPerRank);
+    const auto m = model(modelId.toUtf8().constData());
+    const auto r = eval(m, gpu("h100-sxm"), dep(tp, hkv ? std::optional<std::int64_t>(hkv)
+                                                        : std::nullopt));
+    QCOMPARE(r.cellBytesPerToken, cell);
+    QCOMPARE(r.cellBytesPerTokenPerRank, cellPerRank);
+    QCOMPARE(r.requestBytes, requestBytes8k);
+    QCOMPARE(r.kvHeadsPerRank, kvPerRank);
+}
+
+void TestLaw::chapterConcurrency_data() {
+    QTest::addColumn<int>("hkv");
+    QTest::addColumn<qint64>("concurrency");
+    QTest::newRow("gqa8 162 requests") << 8 << 162LL;
+    QTest::newRow("mha 20 requests") << 64 << 20LL;
+    QTest::newRow("mqa same as gqa8 at tp8") << 1 << 162LL;
+}
+
+void TestLaw::chapterConcurrency() {
+    QFETCH(int, hkv);
+    QFETCH(qint64, concurrency);
+    // 8×H100 80GB, util 0.9, datasheet pool: 0.9 × 80e9 − weights/8 ≈ 50.6 GiB per card.
+    Deployment d = dep(8, hkv);
+    d.poolModel = PoolModel::Datasheet;
+    const auto r = eval(model("llama-3-70b"), gpu("h100-sxm"), d);
+    QCOMPARE(r.pool.budgetBytes, 72'000'000'000LL);
+    QCOMPARE(std::round(r.pool.poolBytes / kGiB * 10) / 10, 50.6);
+    QCOMPARE(r.maxConcurrency, concurrency);
+    // MHA is exactly one eighth of GQA-8 because its per-rank cell is eight times larger.
+    QCOMPARE(r.tokensCapacity, r.pool.poolBytes / r.cellBytesPerTokenPerRank);
+}
+
+void TestLaw::ridgeAndIntensity() {
+    const auto g = gpu("h100-sxm");
+    QCOMPARE(g.peakBf16FlopPerS, 989.4e12);
+    QCOMPARE(g.bandwidthBytesPerS, 3.35e12);
+    const auto r = eval(model("llama-3-70b"), g, dep(8));
+    QCOMPARE(std::lround(r.ridgeFlopPerByte), 295L);
+    QCOMPARE(r.intensityFlopPerByte, 8.0);
+    // 8 × 3.35e12 / 989.4e12 = 2.7% of bf16 peak.
+    QCOMPARE(std::round(r.attainableFractionOfPeak * 1000) / 10, 2.7);
+    QVERIFY(r.attainableFlopPerS < g.peakBf16FlopPerS);
+}
+
+void TestLaw::kvProjectionWeights() {
+    const auto m = model("llama-3-70b");
+    const auto mha = eval(m, gpu("h100-sxm"), dep(1, 64));
+    const auto gqa = eval(m, gpu("h100-sxm"), dep(1));
+    QCOMPARE(mha.kvProjParamsPerLayer, 134'217'728LL); // 134.2M
+    QCOMPARE(gqa.kvProjParamsPerLayer, 16'777'216LL);  // 16.8M
+    QCOMPARE(humanCount(134'217'728.0), std::string("134.2M"));
+    QCOMPARE(humanCount(16'777'216.0), std::string("16.8M"));
+    const std::int64_t saved = (mha.kvProjParamsPerLayer - gqa.kvProjParamsPerLayer) * 80;
+    QCOMPARE(humanCount(static_cast<double>(saved)), std::string("9.40B"));
+    QCOMPARE(humanBytes(static_cast<double>(saved) * 2), std::string("17.5 GiB"));
+}
+
+void TestLaw::deepseekCellAtAnyTp_data() {
+    QTest::addColumn<int>("tp");
+    QTest::newRow("deepseek-v3 tp1") << 1;
+    QTest::newRow("deepseek-v3 tp8") << 8;
+    QTest::newRow("deepseek-v3 tp16") << 16;
+}
+
+void TestLaw::deepseekCellAtAnyTp() {
+    QFETCH(int, tp);
+    const auto r = eval(model("deepseek-v3"), gpu("h100-sxm"), dep(tp));
+    QCOMPARE(toString(r.attention), std::string("MLA"));
+    QCOMPARE(r.cellBytesPerToken, 70'272LL); // 576 × 2 × 61
+    QCOMPARE(r.cellBytesPerTokenPerRank, 70'272LL);
+    QCOMPARE(humanBytes(70'272), std::string("68.6 KiB"));
+    QCOMPARE(r.kvReplicated, tp > 1);
+}
+
+void TestLaw::deepseekFp8DsMla() {
+    Deployment d = dep(8);
+    d.kvDtype = KvDtype::FP8DsMla;
+    const auto r = eval(model("deepseek-v3"), gpu("h100-sxm"), d);
+    QCOMPARE(r.cellBytesPerToken, 40'016LL); // 656 · 61
+    QCOMPARE(r.pageBytes, 656LL * 16);
+}
+
+void TestLaw::mlaIntensity_data() {
+    QTest::addColumn<int>("tp");
+    QTest::addColumn<long>("intensity");
+    QTest::newRow("deepseek-v3 tp1 242") << 1 << 242L;
+    QTest::newRow("deepseek-v3 tp8 30") << 8 << 30L;
+    QTest::newRow("deepseek-v3 tp16 15") << 16 << 15L;
+}
+
+void TestLaw::mlaIntensity() {
+    QFETCH(int, tp);
+    QFETCH(long, intensity);
+    const auto r = eval(model("deepseek-v3"), gpu("h100-sxm"), dep(tp));
+    QCOMPARE(std::lround(r.intensityFlopPerByte), intensity);
+    if (tp == 1) // 82% of the way to the H100 ridge, still below it
+        QCOMPARE(std::lround(100 * r.intensityFlopPerByte / r.ridgeFlopPerByte), 82L);
+}
+
+void TestLaw::fixedPoolMlaLoses() {
+    Deployment d = dep(8);
+    d.poolGiB = 40;
+    const auto gqa = eval(model("llama-3-70b"), gpu("h100-sxm"), d);
+    const auto mla = eval(model("deepseek-v3"), gpu("h100-sxm"), d);
+    QCOMPARE(gqa.tokensCapacity, 1'048'576LL);
+    QCOMPARE(mla.tokensCapacity, 611'191LL);
+    QVERIFY(mla.tokensCapacity < gqa.tokensCapacity);
+    // MLA's cell is 4.7× smaller and still loses at TP=8.
+    QCOMPARE(std::round(10.0 * gqa.cellBytesPerToken / mla.cellBytesPerToken) / 10, 4.7);
+}
+
+void TestLaw::crossover() {
+    const double x = capacityCrossover(327'680, 70'272);
+    QCOMPARE(std::round(x * 100) / 100, 4.66);
+    // At TP=4 GQA-8 still loses to MLA at a fixed pool, at TP=8 it wins.
+    Deployment d = dep(4);
+    d.poolGiB = 40;
+    QVERIFY(eval(model("llama-3-70b"), gpu("h100-sxm"), d).tokensCapacity <
+            eval(model("deepseek-v3"), gpu("h100-sxm"), d).tokensCapacity);
+}
+
+void TestLaw::vllmPage() {
+    const auto r = eval(model("llama-3-70b"), gpu("h100-sxm"), dep(8));
+    QCOMPARE(r.pageBytes, 8'192LL);
+    QCOMPARE(r.pageBytes / 16 / r.kvHeadsPerRank, 512LL); // per token per head slot
+    QCOMPARE(r.pageBytes / 16 * r.layers, r.cellBytesPerTokenPerRank);
+    QCOMPARE(r.blocksPerRank, r.pool.poolBytes / (r.pageBytes * 80));
+    QCOMPARE(r.vllmTokens, r.blocksPerRank * 16);
+}
+
+void TestLaw::llama8bReplicatesPastTp8() {
+    const auto m = model("llama-3-8b");
+    const auto tp8 = eval(m, gpu("h100-sxm"), dep(8));
+    const auto tp16 = eval(m, gpu("h100-sxm"), dep(16));
+    QVERIFY(!tp8.kvReplicated);
+    QVERIFY(tp16.kvReplicated);
+    QCOMPARE(tp16.kvCopies, 2LL);
+    QCOMPARE(tp16.cellBytesPerTokenPerRank, tp8.cellBytesPerTokenPerRank); // stops shrinking
+    const auto tp4 = eval(m, gpu("h100-sxm"), dep(4));
+    QCOMPARE(tp4.cellBytesPerTokenPerRank, 2 * tp8.cellBytesPerTokenPerRank);
+    // Token capacity grows far less than 2× from TP=8 to TP=16: only the weights shrink.
+    Deployment d8 = dep(8), d16 = dep(16);
+    d8.poolModel = d16.poolModel = PoolModel::Datasheet;
+    const auto a = eval(m, gpu("h100-sxm"), d8), b = eval(m, gpu("h100-sxm"), d16);
+    QVERIFY(b.tokensCapacity > a.tokensCapacity);
+    QVERIFY(b.tokensCapacity < a.tokensCapacity * 11 / 10);
+}
+
+void TestLaw::intensityTpInvariantUntilReplication() {
+    const auto m = model("llama-3-8b");
+    for (int tp : {1, 2, 4, 8})
+        QCOMPARE(eval(m, gpu("h100-sxm"), dep(tp)).intensityFlopPerByte, 4.0 * 2 / 2); // g = 4
+    QCOMPARE(eval(m, gpu("h100-sxm"), dep(16)).intensityFlopPerByte, 2.0);
+    Deployment fp8 = dep(1);
+    fp8.kvDtype = KvDtype::FP8;
+    QCOMPARE(eval(m, gpu("h100-sxm"), fp8).intensityFlopPerByte, 8.0); // 2g / b with b = 1
+}
+
+void TestLaw::gqaPaperTable() {
+    // The GQA paper's T5-XXL comparison (Table 1) as the chapter quotes it: GQA-8 recovers
+    // most of MQA's speed-up and nearly all of MHA's quality.
+    struct Row {
+        const char* name;
+        double seconds, average;
+    };
+    const Row mha{"MHA-XXL", 1.51, 47.2}, mqa{"MQA-XXL", 0.24, 46.6}, gqa{"GQA-8-XXL", 0.28, 47.1};
+    QVERIFY(mha.seconds / gqa.seconds > 5.0);
+    QVERIFY(mha.average - gqa.average <= 0.1 + 1e-9);
+    QVERIFY(gqa.average - mqa.average >= 0.5 - 1e-9);
+}
+
+void TestLaw::dcpDividesContext() {
+    const auto m = model("llama-3-8b");
+    Deployment d = dep(16);
+    d.dcp = 2;
+    d.context = 8193;
+    const auto r = eval(m, gpu("h100-sxm"), d);
+    QCOMPARE(r.contextPerRank, 4097LL);
+    QCOMPARE(r.requestBytesPerRank, 4097LL * r.cellBytesPerTokenPerRank);
+    Deployment one = d;
+    one.dcp = 1;
+    const auto r1 = eval(m, gpu("h100-sxm"), one);
+    QCOMPARE(r.tokensCapacity, 2 * (r.pool.poolBytes / r.cellBytesPerTokenPerRank));
+    QVERIFY(r.maxConcurrency >= 2 * r1.maxConcurrency - 1);
+    // MLA has no TP > h_kv condition.
+    Deployment mla = dep(8);
+    mla.dcp = 8;
+    QVERIFY(evaluate(model("deepseek-v3"), gpu("h200"), mla).ok());
+}
+
+void TestLaw::windowLayersCapRequestBytes() {
+    const auto m = model("gemma-2-9b");
+    QCOMPARE(m.windowLayerCount(), 21LL);
+    Deployment d = dep(1);
+    d.context = 32768;
+    const auto r = eval(m, gpu("h100-sxm"), d);
+    const std::int64_t perLayer = 8 * (256 + 256) * 2;
+    QCOMPARE(r.cellBytesPerToken, 42 * perLayer);
+    QCOMPARE(r.requestBytes, 21 * perLayer * 32768 + 21 * perLayer * 4096);
+}
+
+void TestLaw::vllmPoolBreakdown() {
+    const auto r = eval(model("llama-3-70b"), gpu("h100-sxm"), dep(8));
+    const PoolBreakdown& p = r.pool;
+    QCOMPARE(toString(p.model), std::string("vllm"));
+    QCOMPARE(std::round(p.capacityBytes / kGiB * 100) / 100, 79.19);
+    QCOMPARE(p.budgetBytes, static_cast<std::int64_t>(0.9 * static_cast<double>(p.capacityBytes)));
+    QCOMPARE(p.weightBytes, r.weightBytesPerRank);
+    QVERIFY(p.activationPeakBytes > 0);
+    QVERIFY(p.ncclBytes > 0);
+    QVERIFY(p.customAllReduceBytes > 0);
+    QCOMPARE(p.poolBytes, p.budgetBytes - p.weightBytes - p.activationPeakBytes -
+                              p.cudaGraphBytes - p.ncclBytes - p.customAllReduceBytes -
+                              p.cudaContextBytes);
+    // TP=1: no collective buffers.
+    const auto single = eval(model("llama-3-8b"), gpu("h100-sxm"), dep(1));
+    QCOMPARE(single.pool.ncclBytes, 0LL);
+    QCOMPARE(single.pool.customAllReduceBytes, 0LL);
+    // The activation peak grows with max_num_batched_tokens.
+    Deployment big = dep(8);
+    big.maxNumBatchedTokens = 32768;
+    QVERIFY(eval(model("llama-3-70b"), gpu("h100-sxm"), big).pool.activationPeakBytes >
+            p.activationPeakBytes);
+}
+
+void TestLaw::poolOverride() {
+    Deployment d = dep(8);
+    d.poolGiB = 40;
+    const auto r = eval(model("llama-3-70b"), gpu("h100-sxm"), d);
+    QVERIFY(r.pool.overridden);
+    QCOMPARE(r.pool.poolBytes, 40LL * 1024 * 1024 * 1024);
+}
+
+void TestLaw::weightsDoNotFit() {
+    const auto r = eval(model("llama-3-70b"), gpu("h100-sxm"), dep(1));
+    QVERIFY(!r.fits);
+    QCOMPARE(r.tokensCapacity, 0LL);
+    QCOMPARE(r.maxConcurrency, 0LL);
+    QVERIFY(QString::fromStdString(r.noFitReason).contains(QStringLiteral("raise --tp")));
+}
+
+void TestLaw::weightFp8KeepsEmbeddings16Bit() {
+    const auto m = model("deepseek-v3"); // carries an fp8 quantization_config
+    const auto r = eval(m, gpu("h200"), dep(8));
+    QCOMPARE(toString(r.weightDtype), std::string("fp8"));
+    QCOMPARE(r.weightBytes, r.params.total() + r.params.sixteenBitAlways());
+    Deployment bf = dep(8);
+    bf.weightDtype = WeightDtype::BF16;
+    QCOMPARE(eval(m, gpu("h200"), bf).weightBytes, 2 * r.params.total());
+}
+
+void TestLaw::decodeStepTraffic() {
+    // Llama-3-70B GQA-8 at TP=8, batch 1, 8k: the weights dominate the step's bytes, so
+    // shrinking KV further (MQA) buys little.
+    const auto m = model("llama-3-70b");
+    const auto gqa8 = eval(m, gpu("h100-sxm"), dep(8));
+    QVERIFY(gqa8.stepKvFraction < 0.05);
+    QCOMPARE(gqa8.stepKvBytesPerRank, gqa8.requestBytesPerRank);
+    Deployment wide = dep(8);
+    wide.batch = 64;
+    const auto gqaB64 = eval(m, gpu("h100-sxm"), wide);
+    QCOMPARE(gqaB64.stepKvBytesPerRank, 64 * gqa8.requestBytesPerRank);
+    wide.kvHeads = 64;
+    const auto mhaB64 = eval(m, gpu("h100-sxm"), wide);
+    QVERIFY(mhaB64.stepKvFraction > 0.9); // MHA at batch 64: KV is nearly the whole step
+    QCOMPARE(gqaB64.stepTimeLowerBoundS,
+             static_cast<double>(gqaB64.stepWeightBytesPerRank + gqaB64.stepKvBytesPerRank) /
+                 3.35e12);
+}
+
+void TestLaw::sweepCoversEveryVariant() {
+    const auto m = model("llama-3-70b");
+    const auto rows = sweep(m, gpu("h100-sxm"), Deployment{}, 64);
+    const auto kvs = validKvHeadCounts(m);
+    QCOMPARE(kvs.size(), std::size_t(7)); // 64, 32, 16, 8, 4, 2, 1
+    QCOMPARE(rows.size(), kvs.size() * 7); // TP 1, 2, 4, 8, 16, 32, 64
+    int refused = 0;
+    for (const auto& row : rows)
+        refused += row.report.ok() ? 0 : 1;
+    QCOMPARE(refused, 0); // every power-of-two TP works for power-of-two heads
+    QCOMPARE(variantLabel(m, 64), std::string("MHA"));
+    QCOMPARE(variantLabel(m, 8), std::string("GQA-8"));
+    QCOMPARE(variantLabel(m, 1), std::string("MQA"));
+    const auto falcon = model("falcon-7b"); // 71 heads: TP 1 only among powers of two
+    int ok = 0;
+    for (const auto& row : sweep(falcon, gpu("h100-sxm"), Deployment{}, 8))
+        ok += row.report.ok() ? 1 : 0;
+    QCOMPARE(ok, 2); // MHA and MQA at TP 1
+    const auto ds = sweep(model("deepseek-v3"), gpu("h200"), Deployment{}, 16);
+    QCOMPARE(ds.front().variant, std::string("MLA latent"));
+}
+
+void TestLaw::humanUnits_data() {
+    QTest::addColumn<double>("bytes");
+    QTest::addColumn<QString>("text");
+    QTest::newRow("320 KiB") << 327680.0 << "320 KiB";
+    QTest::newRow("2.5 MiB") << 2621440.0 << "2.5 MiB";
+    QTest::newRow("40 KiB") << 40960.0 << "40 KiB";
+    QTest::newRow("20 GiB") << 21474836480.0 << "20 GiB";
+    QTest::newRow("bytes") << 656.0 << "656 B";
+    QTest::newRow("1 MiB not 1024 KiB") << 1048575.0 << "1 MiB";
+}
+
+void TestLaw::humanUnits() {
+    QFETCH(double, bytes);
+    QFETCH(QString, text);
+    QCOMPARE(QString::fromStdString(humanBytes(bytes)), text);
+}
+
+void TestLaw::validationRules_data() {
+    QTest::addColumn<QString>("modelId");
+    QTest::addColumn<QString>("setting");
+    QTest::addColumn<QString>("field");
+    QTest::addColumn<QString>("ruleContains");
+    QTest::newRow("tp zero") << "llama-3-70b" << "tp=0" << "tp" << "positive integer";
+    QTest::newRow("tp negative") << "llama-3-70b" << "tp=-8" << "tp" << "positive integer";
+    QTest::newRow("tp absurd") << "llama-3-70b" << "tp=100000" << "tp" << "at most";
+    QTest::newRow("h % tp") << "llama-3-70b" << "tp=3" << "tp"
+                            << "must be divisible by tensor parallel size (3)";
+    // Twelve query heads: the two KV-head regimes can fail while h % TP holds.
+    QTest::newRow("kv >= tp must be divisible by tp") << "h12-kv6" << "tp=4" << "tp"
+                                                      << "when it is at least the TP size";
+    QTest::newRow("kv < tp must divide tp") << "h12-kv4" << "tp=6" << "tp"
+                                            << "must be a multiple of the number of KV heads";
+    QTest::newRow("valid: chatglm3 tp4 replicates") << "chatglm3-6b" << "tp=4" << ""
+                                                    << "";
+    QTest::newRow("valid: llama3-8b tp16 dcp2") << "llama-3-8b" << "tp=16,dcp=2" << "" << "";
+    QTest::newRow("h_kv zero") << "llama-3-70b" << "hkv=0" << "h_kv" << "positive integer";
+    QTest::newRow("h_kv not a divisor") << "llama-3-70b" << "hkv=5" << "h_kv"
+                                        << "must divide num_attention_heads (64)";
+    QTest::newRow("dcp zero") << "llama-3-70b" << "dcp=0" << "dcp" << "positive integer";
+    QTest::newRow("dcp needs tp > h_kv") << "llama-3-70b" << "tp=8,dcp=2" << "dcp"
+                                         << "greater than the model's total number of KV heads";
+    QTest::newRow("dcp must divide tp") << "llama-3-8b" << "tp=16,dcp=3" << "dcp"
+                                        << "divisible by decode context parallel size";
+    QTest::newRow("fp8_ds_mla needs mla") << "llama-3-70b" << "kv=fp8_ds_mla" << "kv-dtype"
+                                          << "MLA";
+    QTest::newRow("context zero") << "llama-3-70b" << "context=0" << "context" << "positive";
+    QTest::newRow("context absurd") << "llama-3-70b" << "context=99999999999" << "context"
+                                    << "at most";
+    QTest::newRow("batch zero") << "llama-3-70b" << "batch=0" << "batch" << "positive";
+    QTest::newRow("batch absurd") << "llama-3-70b" << "batch=99999999" << "batch" << "at most";
+    QTest::newRow("util zero") << "llama-3-70b" << "util=0" << "gpu-mem-util" << "(0, 1]";
+    QTest::newRow("util above one") << "llama-3-70b" << "util=1.5" << "gpu-mem-util" << "(0, 1]";
+    QTest::newRow("block size") << "llama-3-70b" << "block=24" << "block-size" << "one of";
+    QTest::newRow("max batched tokens") << "llama-3-70b" << "mnbt=0" << "max-num-batched-tokens"
+                                        << "positive";
+    QTest::newRow("pool gib negative") << "llama-3-70b" << "pool=-1" << "pool-gib" << "positive";
+    QTest::newRow("gpu bandwidth zero") << "llama-3-70b" << "gpubw=0" << "gpu.bandwidth_tb_s"
+                                        << "positive";
+}
+
+void TestLaw::validationRules() {
+    QFETCH(QString, modelId);
+    QFETCH(QString, setting);
+    QFETCH(QString, field);
+    QFETCH(QString, ruleContains);
+    ModelSpec m;
+    if (modelId.startsWith(QLatin1String("h12-kv"))) {
+        const std::string cfg = R"({"num_hidden_layers": 4, "num_attention_heads": 12,
+            "hidden_size": 768, "num_key_value_heads": )" +
+                                modelId.mid(6).toStdString() + "}";
+        auto parsed = parseModelConfig(cfg, "h12");
+        QVERIFY(parsed.ok());
+        m = parsed.value();
+    } else {
+        m = model(modelId.toUtf8().constData());
+    }
+    auto g = gpu("h100-sxm");
+    Deployment d;
+    for (const QString& kv : setting.split(QLatin1Char(','))) {
+        const auto parts = kv.split(QLatin1Char('='));
+        const QString key = parts.at(0);
+        const QString value = parts.at(1);
+        if (key == QLatin1String("tp"))
+            d.tp = value.toLongLong();
+        else if (key == QLatin1String("hkv"))
+            d.kvHeads = value.toLongLong();
+        else if (key == QLatin1String("dcp"))
+            d.dcp = value.toLongLong();
+        else if (key == QLatin1String("kv"))
+            d.kvDtype = parseKvDtype(value.toStdString()).value();
+        else if (key == QLatin1String("context"))
+            d.context = value.toLongLong();
+        else if (key == QLatin1String("batch"))
+            d.batch = value.toLongLong();
+        else if (key == QLatin1String("util"))
+            d.gpuMemUtil = value.toDouble();
+        else if (key == QLatin1String("block"))
+            d.blockSize = value.toLongLong();
+        else if (key == QLatin1String("mnbt"))
+            d.maxNumBatchedTokens = value.toLongLong();
+        else if (key == QLatin1String("pool"))
+            d.poolGiB = value.toDouble();
+        else if (key == QLatin1String("gpubw"))
+            g.bandwidthBytesPerS = value.toDouble();
+    }
+    const auto s = validate(m, g, d);
+    if (field.isEmpty()) {
+        // Rows whose configuration is valid: the engines accept them, so must we.
+        QVERIFY2(s.ok(), s.ok() ? "" : s.error().message().c_str());
+        return;
+    }
+    QVERIFY(!s.ok());
+    QCOMPARE(QString::fromStdString(s.error().field), field);
+    QVERIFY2(QString::fromStdString(s.error().rule).contains(ruleContains),
+             s.error().message().c_str());
+    const std::string line = s.error().message();
+    QVERIFY(line.find('\n') == std::string::npos);
+    QVERIFY(!evaluate(m, g, d).ok());
+}
+
+QTEST_GUILESS_MAIN(TestLaw)
+#include "tst_law.moc"
