@@ -1,0 +1,6 @@
+# GUI tests (offscreen): the real MainWindow driven through its sliders, the fixtures, the
+# error banner and the screenshot path.
+if(TARGET kvscope_ui)
+    kvscope_add_qtest(NAME tst_gui SOURCES tst_gui.cpp LIBS kvscope_ui GUI LABELS gui)
+    set_target_properties(tst_gui PROPERTIES AUTOMOC ON)
+endif()

@@ -1,0 +1,227 @@
+// GUI tests, offscreen: sliders drive the numbers panel to core's values, every fixture config
+// loads, a malformed config shows the banner and keeps the old model, and the screenshot is a
+// real, non-blank window.
+#include "core/format.h"
+#include "core/law.h"
+#include "core/presets.h"
+#include "ui/mainwindow.h"
+#include "ui/numberspanel.h"
+#include "ui/startup.h"
+#include "ui/theme.h"
+#include "ui/viewmodel.h"
+
+#include <QDir>
+#include <QFile>
+#include <QImage>
+#include <QSet>
+#include <QSlider>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QTest>
+#include <algorithm>
+
+using namespace kvscope;
+using namespace kvscope::ui;
+
+namespace {
+QString q(const std::string& s) {
+    return QString::fromStdString(s);
+}
+
+int indexOfKv(const ModelSpec& m, std::optional<std::int64_t> kv) {
+    const auto choices = kvHeadChoices(m);
+    const auto it = std::find(choices.begin(), choices.end(), kv);
+    return it == choices.end() ? -1 : static_cast<int>(it - choices.begin());
+}
+} // namespace
+
+class TestGui : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void initTestCase() {
+        QStandardPaths::setTestModeEnabled(true);
+        applyTheme(ThemeMode::Light);
+    }
+
+    void slidersDriveNumbers_data() {
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<qlonglong>("kvHeads"); // 0 = the MLA latent
+        QTest::addColumn<qlonglong>("tp");
+        QTest::addColumn<QString>("cellModel");
+        QTest::addColumn<QString>("cellRank");
+        QTest::newRow("llama3-70b gqa8 tp1") << "llama-3-70b" << 8LL << 1LL << "320 KiB"
+                                             << "320 KiB";
+        QTest::newRow("llama3-70b gqa8 tp8") << "llama-3-70b" << 8LL << 8LL << "320 KiB"
+                                             << "40 KiB";
+        QTest::newRow("llama3-70b mha tp1") << "llama-3-70b" << 64LL << 1LL << "2.5 MiB"
+                                            << "2.5 MiB";
+        QTest::newRow("llama3-70b mha tp8") << "llama-3-70b" << 64LL << 8LL << "2.5 MiB"
+                                            << "320 KiB";
+        QTest::newRow("llama3-70b mqa tp8") << "llama-3-70b" << 1LL << 8LL << "40 KiB"
+                                            << "40 KiB";
+        QTest::newRow("deepseek-v3 mla tp16") << "deepseek-v3" << 0LL << 16LL << "68.6 KiB"
+                                              << "68.6 KiB";
+    }
+    void slidersDriveNumbers() {
+        QFETCH(QString, model);
+        QFETCH(qlonglong, kvHeads);
+        QFETCH(qlonglong, tp);
+        QFETCH(QString, cellModel);
+        QFETCH(QString, cellRank);
+
+        MainWindow w(MainWindow::Options{false, false});
+        w.resize(1600, 1000);
+        w.show();
+        QVERIFY(w.loadModelRef(model));
+        w.flushRefresh();
+        auto* kvSlider = w.findChild<QSlider*>(QStringLiteral("kvHeadsSlider"));
+        auto* tpSlider = w.findChild<QSlider*>(QStringLiteral("tpSlider"));
+        QVERIFY(kvSlider && tpSlider);
+
+        const std::optional<std::int64_t> kv =
+            kvHeads == 0 ? std::nullopt : std::optional<std::int64_t>(kvHeads);
+        const int kvIndex = indexOfKv(w.state().model, kv);
+        QVERIFY2(kvIndex >= 0, "h_kv is not a slider value");
+        kvSlider->setValue(kvIndex);
+        w.flushRefresh();
+        const auto tps = tpChoices(w.state().model, w.state().deployment.kvHeads);
+        const auto tpIt = std::find(tps.begin(), tps.end(), tp);
+        QVERIFY2(tpIt != tps.end(), "TP is not a slider value");
+        tpSlider->setValue(static_cast<int>(tpIt - tps.begin()));
+        w.flushRefresh();
+
+        QCOMPARE(w.state().deployment.tp, tp);
+        // The panel shows the chapter's numbers, and exactly core's.
+        const auto r = evaluate(w.state().model, w.state().gpu, w.state().deployment);
+        QVERIFY(r.ok());
+        QCOMPARE(w.numbersPanel()->valueText(QStringLiteral("cellModel")), cellModel);
+        QCOMPARE(w.numbersPanel()->valueText(QStringLiteral("cellRank")), cellRank);
+        QCOMPARE(w.numbersPanel()->valueText(QStringLiteral("cellRank")),
+                 q(humanBytes(static_cast<double>(r->cellBytesPerTokenPerRank))));
+        QCOMPARE(w.numbersPanel()->valueText(QStringLiteral("vllmTokens")), q(r->vllmLogTokens));
+    }
+
+    void shortcutsStepControls() {
+        MainWindow w(MainWindow::Options{false, false});
+        w.show();
+        QVERIFY(w.loadModelRef(QStringLiteral("llama-3-70b")));
+        w.flushRefresh();
+        const auto before = w.state().deployment.context;
+        w.controlsPanel()->step(Control::Context, +1);
+        w.flushRefresh();
+        QVERIFY(w.state().deployment.context > before);
+        const auto tp = w.state().deployment.tp;
+        w.controlsPanel()->step(Control::Tp, -1);
+        w.flushRefresh();
+        QVERIFY(w.state().deployment.tp < tp);
+    }
+
+    void fixtureLoads_data() {
+        QTest::addColumn<QString>("path");
+        const QDir dir(QStringLiteral(KVSCOPE_FIXTURES_DIR));
+        const auto files = dir.entryList({QStringLiteral("*.json")}, QDir::Files, QDir::Name);
+        QVERIFY2(!files.isEmpty(), "no fixture configs found");
+        for (const QString& f : files)
+            QTest::newRow(qPrintable(f)) << dir.filePath(f);
+    }
+    void fixtureLoads() {
+        QFETCH(QString, path);
+        MainWindow w(MainWindow::Options{false, false});
+        w.show();
+        QString err;
+        QVERIFY2(w.loadModelRef(path, &err), qPrintable(err));
+        w.flushRefresh();
+        QVERIFY(!w.bannerVisible());
+        QCOMPARE(q(w.state().modelRef), path);
+        QVERIFY(w.numbersPanel()->valueText(QStringLiteral("cellModel")) != QStringLiteral("—"));
+    }
+
+    void malformedKeepsModel_data() {
+        QTest::addColumn<QByteArray>("json");
+        QTest::addColumn<QString>("field"); // empty: any field, the banner just has to show
+        QTest::newRow("not json") << QByteArray("{ \"num_hidden_layers\": 32, oops") << QString();
+        QTest::newRow("negative heads")
+            << QByteArray(R"({"num_hidden_layers": 32, "num_attention_heads": -4,
+                            "hidden_size": 4096, "vocab_size": 32000})")
+            << QStringLiteral("num_attention_heads");
+        QTest::newRow("kv heads not dividing heads")
+            << QByteArray(R"({"num_hidden_layers": 32, "num_attention_heads": 32,
+                            "num_key_value_heads": 5, "hidden_size": 4096,
+                            "vocab_size": 32000})")
+            << QStringLiteral("num_key_value_heads");
+    }
+    void malformedKeepsModel() {
+        QFETCH(QByteArray, json);
+        QFETCH(QString, field);
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const QString path = dir.filePath(QStringLiteral("config.json"));
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(json);
+        f.close();
+
+        MainWindow w(MainWindow::Options{false, false});
+        w.show();
+        QVERIFY(w.loadModelRef(QStringLiteral("llama-3-70b")));
+        w.flushRefresh();
+        const std::string before = w.state().modelRef;
+        const QString cell = w.numbersPanel()->valueText(QStringLiteral("cellRank"));
+
+        QString err;
+        QVERIFY(!w.loadModelRef(path, &err));
+        w.flushRefresh();
+        QVERIFY(w.bannerVisible());
+        if (!field.isEmpty())
+            QVERIFY2(w.bannerText().contains(field), qPrintable(w.bannerText()));
+        QCOMPARE(w.state().modelRef, before);
+        QCOMPARE(w.numbersPanel()->valueText(QStringLiteral("cellRank")), cell);
+    }
+
+    void refusedStateKeepsOld() {
+        MainWindow w(MainWindow::Options{false, false});
+        QVERIFY(w.loadModelRef(QStringLiteral("llama-3-70b")));
+        AppState s = w.state();
+        s.deployment.tp = 3; // 64 % 3 != 0: vLLM refuses it
+        QString err;
+        QVERIFY(!w.applyState(s, &err));
+        QVERIFY(!err.isEmpty());
+        QVERIFY(w.state().deployment.tp != 3);
+    }
+
+    void screenshotNotBlank() {
+        QTemporaryDir dir;
+        StartupOptions o = parseStartup({QStringLiteral("kvscope"), QStringLiteral("--screenshot"),
+                                         dir.filePath(QStringLiteral("k.png")),
+                                         QStringLiteral("--tp"), QStringLiteral("8")});
+        QVERIFY2(o.error.isEmpty(), qPrintable(o.error));
+        QCOMPARE(runScreenshot(o), 0);
+        const QImage img(dir.filePath(QStringLiteral("k.png")));
+        QVERIFY(!img.isNull());
+        QVERIFY(img.width() >= 1280 && img.height() >= 800);
+        QSet<QRgb> colours;
+        for (int y = 0; y < img.height(); y += 7)
+            for (int x = 0; x < img.width(); x += 7)
+                colours.insert(img.pixel(x, y));
+        QVERIFY2(colours.size() > 50, "the screenshot looks blank");
+    }
+
+    void startupFlagsRefuseNonsense() {
+        QVERIFY(!parseStartup(
+                     {QStringLiteral("kvscope"), QStringLiteral("--tp"), QStringLiteral("eight")})
+                     .error.isEmpty());
+        QVERIFY(!parseStartup(
+                     {QStringLiteral("kvscope"), QStringLiteral("--size"), QStringLiteral("big")})
+                     .error.isEmpty());
+        MainWindow w(MainWindow::Options{false, false});
+        StartupOptions o = parseStartup({QStringLiteral("kvscope"), QStringLiteral("--model"),
+                                         QStringLiteral("llama-3-70b"), QStringLiteral("--tp"),
+                                         QStringLiteral("3")});
+        QString err;
+        QVERIFY(!applyStartup(w, o, &err));
+        QVERIFY(!err.isEmpty());
+    }
+};
+
+QTEST_MAIN(TestGui)
+#include "tst_gui.moc"

@@ -1,0 +1,20 @@
+// The one state every view of the kvscope window follows: which model, on which GPU, deployed
+// how. Plain values only; the seam the issue-5 features (story, compare, sessions) build on.
+#pragma once
+
+#include "core/gpu.h"
+#include "core/law.h"
+#include "core/model.h"
+
+#include <string>
+
+namespace kvscope::ui {
+
+struct AppState {
+    std::string modelRef; ///< preset id ("llama-3-70b") or a config.json path
+    kvscope::ModelSpec model;
+    kvscope::GpuSpec gpu;
+    kvscope::Deployment deployment;
+};
+
+} // namespace kvscope::ui

@@ -1,0 +1,282 @@
+#include "ui/rooflineplot.h"
+
+#include "core/format.h"
+#include "ui/theme.h"
+#include "ui/tickers.h"
+
+#include <QToolTip>
+#include <algorithm>
+#include <cmath>
+
+namespace kvscope::ui {
+
+namespace {
+QString q(const std::string& s) {
+    return QString::fromStdString(s);
+}
+double decadeFloor(double v) {
+    return std::pow(10.0, std::floor(std::log10(v)));
+}
+QString intensityText(double i) {
+    return q(fixed(i, i < 10 ? 1 : 0));
+}
+QString percentText(double f) {
+    return q(fixed(f * 100.0, f < 0.1 ? 1 : 0)) + QLatin1Char('%');
+}
+} // namespace
+
+RooflinePlot::RooflinePlot(QWidget* parent) : PlotWidget(parent) {
+    setMouseTracking(true);
+    xAxis->setScaleType(QCPAxis::stLogarithmic);
+    yAxis->setScaleType(QCPAxis::stLogarithmic);
+    xAxis->setTicker(QSharedPointer<SiLogTicker>::create());
+    yAxis->setTicker(QSharedPointer<SiLogTicker>::create());
+    xAxis->setLabel(tr("decode-attention intensity (FLOP / byte)"));
+    legend->setVisible(false); // every line and point is labelled where it is
+    yAxis->setLabel(tr("attainable FLOP/s"));
+    rebuild();
+}
+
+void RooflinePlot::setData(const RooflineData& data) {
+    data_ = data;
+    hasData_ = true;
+    rebuild();
+    requestReplot();
+}
+
+void RooflinePlot::setMeasuredPoints(const QVector<MeasuredPoint>& points) {
+    measured_ = points;
+    rebuild();
+    requestReplot();
+}
+
+void RooflinePlot::setMeasuredCeilings(const MeasuredCeilings& ceilings) {
+    ceilings_ = ceilings;
+    rebuild();
+    requestReplot();
+}
+
+void RooflinePlot::setMeasuredVisible(bool visible) {
+    if (visible == measuredVisible_)
+        return;
+    measuredVisible_ = visible;
+    rebuild();
+    requestReplot();
+    Q_EMIT measuredVisibleChanged(visible);
+}
+
+void RooflinePlot::rebuild() {
+    clearGraphs();
+    clearItems();
+    styleAxes();
+    if (!hasData_ || data_.bandwidthBytesPerS <= 0 || data_.peakBf16FlopPerS <= 0)
+        return;
+    const bool dk = dark();
+    const double bw = data_.bandwidthBytesPerS;
+    const double peak = data_.peakBf16FlopPerS;
+    const double ridge = data_.ridgeFlopPerByte > 0 ? data_.ridgeFlopPerByte : peak / bw;
+
+    double minI = ridge, maxI = ridge, minY = peak;
+    for (const auto& v : data_.variants) {
+        if (v.intensityFlopPerByte > 0) {
+            minI = std::min(minI, v.intensityFlopPerByte);
+            maxI = std::max(maxI, v.intensityFlopPerByte);
+            minY = std::min(minY, v.attainableFlopPerS);
+        }
+    }
+    if (measuredVisible_)
+        for (const auto& m : measured_)
+            if (m.intensityFlopPerByte > 0 && m.achievedFlopPerS > 0) {
+                minI = std::min(minI, m.intensityFlopPerByte);
+                maxI = std::max(maxI, m.intensityFlopPerByte);
+                minY = std::min(minY, m.achievedFlopPerS);
+            }
+    const double x0 = minI / 2.5;
+    const double x1 = std::max(maxI, ridge) * 5;
+    const double y0 = decadeFloor(std::min(minY, bw * x0 * 3) / 1.5);
+    xAxis->setRange(x0, x1);
+    yAxis->setRange(y0, peak * 4); // room above the roof for the ridge label
+
+    const QColor ink = textColor();
+    // Bandwidth slope up to the ridge, then the bf16 tensor roof.
+    auto* roof = addGraph();
+    roof->setName(
+        tr("roof: %1 HBM · %2 bf16 tensor").arg(q(humanBandwidth(bw)), q(humanFlops(peak))));
+    roof->setData({x0, ridge, x1}, {bw * x0, peak, peak}, true);
+    roof->setPen(QPen(ink, 2.5));
+    roof->setAntialiased(true);
+
+    addLabel(x1 / 1.1, peak / 1.12, tr("bf16 tensor %1").arg(q(humanFlops(peak))),
+             Qt::AlignRight | Qt::AlignTop, ink, 0.95);
+    {
+        // The slope's label sits along its lower-left stretch.
+        const double xs = x0 * 1.6;
+        addLabel(xs, bw * xs / 1.8, tr("HBM %1").arg(q(humanBandwidth(bw))),
+                 Qt::AlignLeft | Qt::AlignTop, ink, 0.95);
+    }
+    if (data_.peakFp32FlopPerS > 0) {
+        const double r32 = data_.peakFp32FlopPerS / bw;
+        auto* fp32 = addGraph();
+        fp32->setName(tr("fp32 non-tensor %1").arg(q(humanFlops(data_.peakFp32FlopPerS))));
+        fp32->setData({r32, x1}, {data_.peakFp32FlopPerS, data_.peakFp32FlopPerS}, true);
+        fp32->setPen(QPen(mutedColor(), 2, Qt::DashLine));
+        addLabel(x1 / 1.1, data_.peakFp32FlopPerS / 1.12,
+                 tr("fp32 non-tensor %1").arg(q(humanFlops(data_.peakFp32FlopPerS))),
+                 Qt::AlignRight | Qt::AlignTop, mutedColor(), 0.95);
+    }
+
+    // The ridge.
+    auto* ridgeLine = new QCPItemLine(this);
+    ridgeLine->start->setCoords(ridge, y0);
+    ridgeLine->end->setCoords(ridge, peak);
+    ridgeLine->setPen(QPen(mutedColor(), 1.5, Qt::DotLine));
+    addLabel(ridge, peak * 1.25, tr("ridge %1 FLOP/B").arg(intensityText(ridge)),
+             Qt::AlignHCenter | Qt::AlignBottom, mutedColor(), 1.0);
+
+    // Variants of the current model.
+    auto* variants = addGraph();
+    variants->setName(tr("variants of this model"));
+    variants->setLineStyle(QCPGraph::lsNone);
+    const QColor vColor = dk ? QColor(0x56, 0xb4, 0xe9) : QColor(0x00, 0x72, 0xb2);
+    variants->setScatterStyle(
+        QCPScatterStyle(QCPScatterStyle::ssCircle, vColor, palette().color(QPalette::Base), 11));
+    variants->setPen(QPen(vColor, 2));
+    auto* mlaGraph = addGraph();
+    mlaGraph->setName(tr("MLA latent"));
+    mlaGraph->setLineStyle(QCPGraph::lsNone);
+    const QColor mColor = rankColor(2, dk);
+    mlaGraph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDiamond, QPen(mColor, 2),
+                                              QBrush(palette().color(QPalette::Base)), 13));
+    bool anyMla = false;
+    const VariantPoint* current = nullptr;
+    // Variants with the same per-GPU intensity coincide (past TP = h_kv they all hold one KV
+    // head per GPU): one label names them all.
+    std::vector<std::pair<const VariantPoint*, QStringList>> groups;
+    for (const auto& v : data_.variants) {
+        if (v.intensityFlopPerByte <= 0)
+            continue;
+        (v.mla ? mlaGraph : variants)->addData(v.intensityFlopPerByte, v.attainableFlopPerS);
+        anyMla = anyMla || v.mla;
+        if (v.current)
+            current = &v;
+        QString text = q(v.label);
+        if (!v.note.empty())
+            text += QStringLiteral(" (") + q(v.note) + QLatin1Char(')');
+        auto same = std::find_if(groups.begin(), groups.end(), [&v](const auto& g) {
+            return std::abs(g.first->intensityFlopPerByte / v.intensityFlopPerByte - 1) < 0.01;
+        });
+        if (same == groups.end())
+            groups.push_back({&v, QStringList{text}});
+        else {
+            same->second.append(text);
+            if (v.current)
+                same->first = &v;
+        }
+    }
+    QStringList sameAsCurrent;
+    for (const auto& [v, names] : groups) {
+        if (v->current) {
+            for (const QString& n : names)
+                if (n != q(v->label))
+                    sameAsCurrent.append(n);
+            continue;
+        }
+        // Vertical labels rising from each point: the space above the slope is empty, and
+        // neighbours a factor of two apart never collide.
+        auto* t = addLabel(v->intensityFlopPerByte, v->attainableFlopPerS * 1.5,
+                           names.join(QStringLiteral(" = ")), Qt::AlignLeft | Qt::AlignVCenter,
+                           v->mla ? mColor : vColor, 0.95, true);
+        t->setRotation(-90);
+    }
+    if (!anyMla)
+        removeGraph(mlaGraph);
+
+    if (current) {
+        auto* cur = addGraph();
+        cur->setName(tr("current: %1 at %2 of bf16 peak")
+                         .arg(q(current->label), percentText(current->fractionOfPeak)));
+        cur->setLineStyle(QCPGraph::lsNone);
+        const QColor acc = accentColor(dk);
+        cur->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(acc, 3),
+                                             QBrush(acc.lighter(dk ? 100 : 130)), 17));
+        cur->addData(current->intensityFlopPerByte, current->attainableFlopPerS);
+        // The callout sits in the top-left corner, an arrow to the point: never clipped.
+        auto* t = new QCPItemText(this);
+        t->position->setType(QCPItemPosition::ptAxisRectRatio);
+        t->position->setCoords(0.97, 0.96);
+        t->setPositionAlignment(Qt::AlignRight | Qt::AlignBottom);
+        t->setTextAlignment(Qt::AlignLeft);
+        QString text = tr("%1 at %2 FLOP/B\n%3 of bf16 peak")
+                           .arg(q(current->label), intensityText(current->intensityFlopPerByte),
+                                percentText(current->fractionOfPeak));
+        if (!sameAsCurrent.isEmpty())
+            text += tr("\nsame per GPU: %1").arg(sameAsCurrent.join(QStringLiteral(", ")));
+        t->setText(text);
+        t->setFont(labelFont(1.15, true));
+        t->setColor(acc);
+        t->setBrush(QBrush(palette().color(QPalette::Base)));
+        t->setPen(QPen(acc, 1));
+        t->setPadding(QMargins(6, 3, 6, 3));
+        auto* arrow = new QCPItemLine(this);
+        arrow->start->setParentAnchor(t->left);
+        arrow->end->setCoords(current->intensityFlopPerByte, current->attainableFlopPerS);
+        arrow->setHead(QCPLineEnding(QCPLineEnding::esSpikeArrow, 9, 11));
+        arrow->setPen(QPen(acc, 1.5));
+    }
+
+    // The measured layer (filled by the measurement backends).
+    if (measuredVisible_ && (!measured_.isEmpty() || ceilings_.readBytesPerS > 0)) {
+        const QColor mc = rankColor(3, dk);
+        if (ceilings_.readBytesPerS > 0) {
+            const double mp = ceilings_.peakFlopPerS > 0 ? ceilings_.peakFlopPerS : peak;
+            const double mr = mp / ceilings_.readBytesPerS;
+            auto* mroof = addGraph();
+            mroof->setName(
+                tr("measured ceiling %1").arg(q(humanBandwidth(ceilings_.readBytesPerS))));
+            mroof->setData({x0, mr, x1}, {ceilings_.readBytesPerS * x0, mp, mp}, true);
+            mroof->setPen(QPen(mc, 1.5, Qt::DashDotLine));
+        }
+        if (!measured_.isEmpty()) {
+            auto* mg = addGraph();
+            mg->setName(tr("measured"));
+            mg->setLineStyle(QCPGraph::lsNone);
+            mg->setScatterStyle(
+                QCPScatterStyle(QCPScatterStyle::ssTriangle, QPen(mc, 2), QBrush(mc), 12));
+            for (const auto& m : measured_)
+                if (m.intensityFlopPerByte > 0 && m.achievedFlopPerS > 0)
+                    mg->addData(m.intensityFlopPerByte, m.achievedFlopPerS);
+        }
+    }
+}
+
+void RooflinePlot::mouseMoveEvent(QMouseEvent* e) {
+    PlotWidget::mouseMoveEvent(e);
+    const QPointF p = e->position();
+    auto near = [&](double x, double y) {
+        const double px = xAxis->coordToPixel(x), py = yAxis->coordToPixel(y);
+        return std::hypot(px - p.x(), py - p.y()) < 12;
+    };
+    for (const auto& v : data_.variants) {
+        if (v.intensityFlopPerByte > 0 && near(v.intensityFlopPerByte, v.attainableFlopPerS)) {
+            QString text =
+                tr("<b>%1</b><br>intensity %2 FLOP/byte<br>attainable %3<br>%4 of bf16 "
+                   "peak")
+                    .arg(q(v.label), q(fixed(v.intensityFlopPerByte, 2)),
+                         q(humanFlops(v.attainableFlopPerS)), percentText(v.fractionOfPeak));
+            if (!v.note.empty())
+                text += tr("<br>evaluated at %1 (the current TP refuses it)").arg(q(v.note));
+            QToolTip::showText(e->globalPosition().toPoint(), text, this);
+            return;
+        }
+    }
+    if (measuredVisible_)
+        for (const auto& m : measured_)
+            if (near(m.intensityFlopPerByte, m.achievedFlopPerS)) {
+                QToolTip::showText(e->globalPosition().toPoint(),
+                                   m.tooltip.isEmpty() ? m.variant : m.tooltip, this);
+                return;
+            }
+    QToolTip::hideText();
+}
+
+} // namespace kvscope::ui

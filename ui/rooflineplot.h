@@ -1,0 +1,39 @@
+// The roofline (log-log): bandwidth slope, bf16 tensor and fp32 roofs, the ridge, one point per
+// variant of the current model, the current configuration highlighted with its % of peak, and
+// an optional layer of measured points.
+#pragma once
+
+#include "ui/measurements.h"
+#include "ui/plotwidget.h"
+#include "ui/viewmodel.h"
+
+namespace kvscope::ui {
+
+class RooflinePlot : public PlotWidget {
+    Q_OBJECT
+public:
+    explicit RooflinePlot(QWidget* parent = nullptr);
+
+    void setData(const RooflineData& data);
+    void setMeasuredPoints(const QVector<MeasuredPoint>& points);
+    void setMeasuredCeilings(const MeasuredCeilings& ceilings);
+    void setMeasuredVisible(bool visible);
+    bool measuredVisible() const { return measuredVisible_; }
+    const QVector<MeasuredPoint>& measuredPoints() const { return measured_; }
+
+Q_SIGNALS:
+    void measuredVisibleChanged(bool visible);
+
+protected:
+    void rebuild() override;
+    void mouseMoveEvent(QMouseEvent* e) override;
+
+private:
+    RooflineData data_;
+    QVector<MeasuredPoint> measured_;
+    MeasuredCeilings ceilings_;
+    bool measuredVisible_ = true;
+    bool hasData_ = false;
+};
+
+} // namespace kvscope::ui

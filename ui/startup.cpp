@@ -1,0 +1,275 @@
+#include "ui/startup.h"
+
+#include "core/presets.h"
+#include "ui/controlspanel.h"
+#include "ui/mainwindow.h"
+#include "ui/theme.h"
+#include "ui/viewmodel.h"
+
+#include <QApplication>
+#include <QElapsedTimer>
+#include <QImage>
+#include <QPixmap>
+#include <QRegularExpression>
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+namespace kvscope::ui {
+
+namespace {
+QString q(const std::string& s) {
+    return QString::fromStdString(s);
+}
+
+void settle(MainWindow& w) {
+    for (int i = 0; i < 3; ++i)
+        QApplication::processEvents();
+    w.renderNow();
+    QApplication::processEvents();
+}
+} // namespace
+
+QString startupUsage() {
+    return QStringLiteral(
+        "usage: kvscope [--model ID|config.json] [--gpu ID|gpu.json] [--tp N] [--dcp N]\n"
+        "               [--h-kv K|mla] [--context S] [--batch B] [--kv-dtype auto|bf16|fp16|fp8|"
+        "fp32|fp8_ds_mla]\n"
+        "               [--pool-model vllm|datasheet] [--util U] [--theme light|dark]\n"
+        "               [--screenshot FILE.png [--size WxH]] [--bench-ui [--steps N]]\n");
+}
+
+StartupOptions parseStartup(const QStringList& arguments) {
+    StartupOptions o;
+    const QStringList valueFlags = {
+        QStringLiteral("--model"),      QStringLiteral("--gpu"),        QStringLiteral("--tp"),
+        QStringLiteral("--dcp"),        QStringLiteral("--h-kv"),       QStringLiteral("--context"),
+        QStringLiteral("--batch"),      QStringLiteral("--kv-dtype"),   QStringLiteral("--size"),
+        QStringLiteral("--screenshot"), QStringLiteral("--pool-model"), QStringLiteral("--util"),
+        QStringLiteral("--theme"),      QStringLiteral("--steps")};
+    auto integer = [&o](const QString& flag, const QString& v) -> std::optional<std::int64_t> {
+        bool ok = false;
+        const qlonglong n = v.toLongLong(&ok);
+        if (!ok || n <= 0) {
+            o.error = flag + QStringLiteral(": expected a positive integer, got '") + v +
+                      QLatin1Char('\'');
+            return std::nullopt;
+        }
+        return n;
+    };
+    for (int i = 1; i < arguments.size() && o.error.isEmpty(); ++i) {
+        QString flag = arguments[i];
+        QString value;
+        const int eq = flag.indexOf(QLatin1Char('='));
+        if (flag.startsWith(QLatin1String("--")) && eq > 0) {
+            value = flag.mid(eq + 1);
+            flag = flag.left(eq);
+        } else if (valueFlags.contains(flag)) {
+            if (i + 1 >= arguments.size()) {
+                o.error = flag + QStringLiteral(": needs a value");
+                break;
+            }
+            value = arguments[++i];
+        }
+        if (flag == QLatin1String("--bench-ui"))
+            o.benchUi = true;
+        else if (flag == QLatin1String("--screenshot"))
+            o.screenshot = value;
+        else if (flag == QLatin1String("--model"))
+            o.model = value;
+        else if (flag == QLatin1String("--gpu"))
+            o.gpu = value;
+        else if (flag == QLatin1String("--h-kv"))
+            o.hkv = value;
+        else if (flag == QLatin1String("--kv-dtype"))
+            o.kvDtype = value;
+        else if (flag == QLatin1String("--pool-model"))
+            o.poolModel = value;
+        else if (flag == QLatin1String("--theme")) {
+            if (value != QLatin1String("light") && value != QLatin1String("dark"))
+                o.error = QStringLiteral("--theme: expected light or dark");
+            o.theme = value;
+        } else if (flag == QLatin1String("--tp"))
+            o.tp = integer(flag, value);
+        else if (flag == QLatin1String("--dcp"))
+            o.dcp = integer(flag, value);
+        else if (flag == QLatin1String("--context"))
+            o.context = integer(flag, value);
+        else if (flag == QLatin1String("--batch"))
+            o.batch = integer(flag, value);
+        else if (flag == QLatin1String("--steps")) {
+            if (auto n = integer(flag, value))
+                o.benchSteps = static_cast<int>(std::min<std::int64_t>(*n, 1000000));
+        } else if (flag == QLatin1String("--util")) {
+            bool ok = false;
+            const double u = value.toDouble(&ok);
+            if (!ok || u <= 0 || u > 1)
+                o.error = QStringLiteral("--util: expected a fraction in (0, 1], got '") + value +
+                          QLatin1Char('\'');
+            o.util = u;
+        } else if (flag == QLatin1String("--size")) {
+            static const QRegularExpression re(QStringLiteral("^(\\d{2,5})[xX](\\d{2,5})$"));
+            const auto m = re.match(value);
+            if (!m.hasMatch())
+                o.error = QStringLiteral("--size: expected WxH, e.g. 1600x1000");
+            else
+                o.size = QSize(m.captured(1).toInt(), m.captured(2).toInt());
+        } else if (flag.startsWith(QLatin1Char('-'))) {
+            // Qt's own options (-platform, -style, ...) were consumed by QApplication already.
+            o.error = flag + QStringLiteral(": unknown option");
+        }
+    }
+    return o;
+}
+
+bool applyStartup(MainWindow& w, const StartupOptions& o, QString* error) {
+    auto fail = [error](const QString& flag, const QString& why) {
+        if (error)
+            *error = flag + QStringLiteral(": ") + why;
+        return false;
+    };
+    QString err;
+    if (o.model && !w.loadModelRef(*o.model, &err))
+        return fail(QStringLiteral("--model"), err);
+    if (o.gpu && !w.loadGpuRef(*o.gpu, &err))
+        return fail(QStringLiteral("--gpu"), err);
+    AppState s = w.state();
+    Deployment& d = s.deployment;
+    if (o.hkv) {
+        const QString v = o.hkv->toLower();
+        if (v == QLatin1String("mla") || v == QLatin1String("latent")) {
+            if (!s.model.mla)
+                return fail(QStringLiteral("--h-kv"),
+                            QStringLiteral("this model has no MLA latent"));
+            d.kvHeads.reset();
+        } else {
+            bool ok = false;
+            const qlonglong k = v.toLongLong(&ok);
+            if (!ok || k <= 0)
+                return fail(QStringLiteral("--h-kv"),
+                            QStringLiteral("expected a head count or 'mla'"));
+            d.kvHeads = k;
+            if (!s.model.mla && k == s.model.kvHeads.value)
+                d.kvHeads.reset();
+        }
+    }
+    if (o.tp)
+        d.tp = *o.tp;
+    if (o.dcp)
+        d.dcp = *o.dcp;
+    if (o.context)
+        d.context = *o.context;
+    if (o.batch)
+        d.batch = *o.batch;
+    if (o.util)
+        d.gpuMemUtil = *o.util;
+    if (o.kvDtype) {
+        auto k = parseKvDtype(o.kvDtype->toStdString());
+        if (!k.ok())
+            return fail(QStringLiteral("--kv-dtype"), q(k.error().rule));
+        d.kvDtype = *k;
+    }
+    if (o.poolModel) {
+        auto p = parsePoolModel(o.poolModel->toStdString());
+        if (!p.ok())
+            return fail(QStringLiteral("--pool-model"), q(p.error().rule));
+        d.poolModel = *p;
+    }
+    // A TP flag without --dcp keeps DCP only when it still validates.
+    if (o.tp && !o.dcp && !validate(s.model, s.gpu, d).ok())
+        d.dcp = 1;
+    if (!w.applyState(s, &err)) {
+        if (error)
+            *error = err;
+        return false;
+    }
+    return true;
+}
+
+int runScreenshot(const StartupOptions& o) {
+    MainWindow w(MainWindow::Options{false, false});
+    w.resize(o.size);
+    QString err;
+    if (!applyStartup(w, o, &err)) {
+        std::fprintf(stderr, "error: %s\n", qPrintable(err));
+        return 2;
+    }
+    w.hideBanner();
+    w.show();
+    w.resize(o.size);
+    settle(w);
+    const QImage img = w.grab().toImage();
+    if (img.isNull() || !img.save(o.screenshot)) {
+        std::fprintf(stderr, "error: --screenshot: could not write %s\n", qPrintable(o.screenshot));
+        return 1;
+    }
+    std::printf("wrote %s (%dx%d)\n", qPrintable(o.screenshot), img.width(), img.height());
+    return 0;
+}
+
+int runBenchUi(const StartupOptions& o) {
+    MainWindow w(MainWindow::Options{false, false});
+    w.resize(o.size);
+    QString err;
+    if (!applyStartup(w, o, &err)) {
+        std::fprintf(stderr, "error: %s\n", qPrintable(err));
+        return 2;
+    }
+    w.show();
+    settle(w);
+
+    std::vector<QString> models;
+    for (const auto& p : modelPresets())
+        models.push_back(q(p.id));
+    // The controls a speaker drags, each swept end to end and back.
+    const Control controls[] = {Control::KvHeads, Control::Tp,  Control::Context,
+                                Control::Batch,   Control::Dcp, Control::KvDtype,
+                                Control::Util,    Control::Tp,  Control::KvHeads};
+    const int perModel = 100;
+    std::vector<double> total, compute, paint;
+    total.reserve(static_cast<std::size_t>(o.benchSteps));
+    int modelIndex = 0, controlIndex = 0, direction = +1, stepsOnControl = 0;
+    QElapsedTimer clock;
+    for (int i = 0; i < o.benchSteps; ++i) {
+        clock.start();
+        if (i > 0 && i % perModel == 0 && !models.empty()) {
+            modelIndex = (modelIndex + 1) % static_cast<int>(models.size());
+            w.loadModelRef(models[static_cast<std::size_t>(modelIndex)]);
+        } else {
+            const Control c = controls[controlIndex];
+            QSlider* s = w.controlsPanel()->slider(c);
+            if (s && ((direction > 0 && s->value() >= s->maximum()) ||
+                      (direction < 0 && s->value() <= s->minimum())))
+                direction = -direction;
+            w.controlsPanel()->step(c, direction);
+            if (++stepsOnControl >= 12) {
+                stepsOnControl = 0;
+                controlIndex = (controlIndex + 1) % static_cast<int>(std::size(controls));
+            }
+        }
+        w.flushRefresh();
+        const double tCompute = static_cast<double>(clock.nsecsElapsed()) / 1e6;
+        QApplication::processEvents(); // the queued replots run here
+        w.repaint();                   // everything painted, synchronously
+        const double tTotal = static_cast<double>(clock.nsecsElapsed()) / 1e6;
+        total.push_back(tTotal);
+        compute.push_back(tCompute);
+        paint.push_back(tTotal - tCompute);
+    }
+    auto pct = [](std::vector<double> v, double p) {
+        if (v.empty())
+            return 0.0;
+        std::sort(v.begin(), v.end());
+        const std::size_t k = std::min(
+            v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size() - 1) + 0.5));
+        return v[k];
+    };
+    std::printf("bench-ui: %d steps across %zu models, window %dx%d, platform %s\n", o.benchSteps,
+                models.size(), w.width(), w.height(), qPrintable(QGuiApplication::platformName()));
+    std::printf("state+views p50 %.2f ms p99 %.2f ms; replot+repaint p50 %.2f ms p99 %.2f ms\n",
+                pct(compute, 0.5), pct(compute, 0.99), pct(paint, 0.5), pct(paint, 0.99));
+    std::printf("update p50 %.2f ms p99 %.2f ms\n", pct(total, 0.5), pct(total, 0.99));
+    return 0;
+}
+
+} // namespace kvscope::ui

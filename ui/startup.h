@@ -1,0 +1,37 @@
+// Command-line state flags shared by the app's normal start, --screenshot and --bench-ui:
+// --model --gpu --tp --dcp --h-kv --context --batch --kv-dtype --pool-model --util --theme --size.
+#pragma once
+
+#include <QSize>
+#include <QString>
+#include <QStringList>
+#include <cstdint>
+#include <optional>
+
+namespace kvscope::ui {
+
+class MainWindow;
+
+struct StartupOptions {
+    QString screenshot;   ///< --screenshot FILE.png
+    bool benchUi = false; ///< --bench-ui
+    int benchSteps = 1000;
+    QSize size{1600, 1000};
+    std::optional<QString> model, gpu, hkv, kvDtype, poolModel, theme;
+    std::optional<std::int64_t> tp, dcp, context, batch;
+    std::optional<double> util;
+    QString error; ///< "--flag: rule" when parsing failed
+};
+
+StartupOptions parseStartup(const QStringList& arguments);
+/// Applies the state flags to the window (model first, then GPU, then the deployment);
+/// false and `error` ("--tp: ...") when core refuses them.
+bool applyStartup(MainWindow& w, const StartupOptions& o, QString* error);
+/// Renders the real window offscreen at the requested state and writes the PNG.
+int runScreenshot(const StartupOptions& o);
+/// Drives slider steps across models and controls; prints "update p50 X ms p99 Y ms" last.
+int runBenchUi(const StartupOptions& o);
+/// The usage text for --help.
+QString startupUsage();
+
+} // namespace kvscope::ui

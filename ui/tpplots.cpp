@@ -1,0 +1,201 @@
+#include "ui/tpplots.h"
+
+#include "core/format.h"
+#include "ui/theme.h"
+#include "ui/tickers.h"
+
+#include <QToolTip>
+#include <algorithm>
+#include <cmath>
+
+namespace kvscope::ui {
+
+namespace {
+QString q(const std::string& s) {
+    return QString::fromStdString(s);
+}
+} // namespace
+
+TpPlot::TpPlot(Kind kind, QWidget* parent) : PlotWidget(parent), kind_(kind) {
+    setMouseTracking(true);
+    xAxis->setScaleType(QCPAxis::stLogarithmic);
+    yAxis->setScaleType(QCPAxis::stLogarithmic);
+    xAxis->setTicker(QSharedPointer<Pow2Ticker>::create());
+    yAxis->setTicker(QSharedPointer<SiLogTicker>::create());
+    xAxis->setLabel(tr("tensor-parallel size (TP)"));
+    bottomLegend_->setWrap(1); // one series per row: long model names never clip
+    plotLayout()->insertRow(0);
+    title_ = new QCPTextElement(this, QString(), labelFont(0.95));
+    plotLayout()->addElement(0, 0, title_);
+    rebuild();
+}
+
+void TpPlot::setData(const TpData& data) {
+    data_ = data;
+    hasData_ = true;
+    rebuild();
+    requestReplot();
+}
+
+void TpPlot::setMetric(Metric m) {
+    metric_ = m;
+    rebuild();
+    requestReplot();
+}
+
+double TpPlot::valueOf(const TpPoint& p) const {
+    if (kind_ == Kind::Intensity)
+        return p.intensityFlopPerByte;
+    return metric_ == Metric::Tokens ? static_cast<double>(p.tokens) : p.concurrency;
+}
+
+void TpPlot::rebuild() {
+    clearGraphs();
+    clearItems();
+    styleAxes();
+    if (title_) {
+        title_->setTextColor(mutedColor());
+        title_->setFont(labelFont(0.95));
+    }
+    if (kind_ == Kind::Intensity)
+        yAxis->setLabel(tr("decode intensity (FLOP / byte)"));
+    else
+        yAxis->setLabel(metric_ == Metric::Tokens ? tr("tokens held") : tr("concurrent requests"));
+    if (title_)
+        title_->setText(
+            kind_ == Kind::Capacity
+                ? tr("pool fixed at %1 GiB per GPU").arg(q(fixed(data_.poolGiBPerRank, 1)))
+                : tr("FLOP per byte of KV read, per GPU"));
+    if (!hasData_ || data_.primary.points.empty())
+        return;
+    const bool dk = dark();
+
+    double maxTp = 1, lo = 1e300, hi = 0;
+    auto scan = [&](const TpSeries& s) {
+        for (const auto& p : s.points) {
+            const double v = valueOf(p);
+            maxTp = std::max(maxTp, static_cast<double>(p.tp));
+            if (v > 0) {
+                lo = std::min(lo, v);
+                hi = std::max(hi, v);
+            }
+        }
+    };
+    scan(data_.primary);
+    if (data_.counterpart)
+        scan(*data_.counterpart);
+    if (kind_ == Kind::Intensity && data_.ridgeFlopPerByte > 0)
+        hi = std::max(hi, data_.ridgeFlopPerByte);
+    if (hi <= 0)
+        return;
+    xAxis->setRange(0.8, maxTp * 1.25);
+    yAxis->setRange(std::pow(10.0, std::floor(std::log10(lo / 1.5))),
+                    std::pow(10.0, std::ceil(std::log10(hi * 1.6))));
+
+    // Shade where the GQA series' KV heads replicate (TP > h_kv).
+    const TpSeries* gqa = !data_.primary.mla                               ? &data_.primary
+                          : (data_.counterpart && !data_.counterpart->mla) ? &*data_.counterpart
+                                                                           : nullptr;
+    if (gqa && gqa->kvHeads > 0 && gqa->kvHeads < maxTp) {
+        QColor shade = warningColor(dk);
+        shade.setAlpha(dk ? 38 : 28);
+        auto* r = new QCPItemRect(this);
+        r->topLeft->setType(QCPItemPosition::ptPlotCoords);
+        r->bottomRight->setType(QCPItemPosition::ptPlotCoords);
+        r->topLeft->setCoords(static_cast<double>(gqa->kvHeads), yAxis->range().upper);
+        r->bottomRight->setCoords(xAxis->range().upper, yAxis->range().lower);
+        r->setPen(Qt::NoPen);
+        r->setBrush(shade);
+        r->setLayer(QStringLiteral("grid"));
+        addLabel(xAxis->range().upper / 1.05, yAxis->range().lower * 1.2,
+                 tr("KV heads replicate\n(TP > %1)").arg(gqa->kvHeads),
+                 Qt::AlignRight | Qt::AlignBottom, warningColor(dk), 0.95, true)
+            ->setTextAlignment(Qt::AlignRight);
+    }
+
+    auto addSeries = [&](const TpSeries& s, const QColor& c, bool dashed) {
+        auto* g = addGraph();
+        g->setName(q(s.label));
+        g->setPen(QPen(c, 3, dashed ? Qt::DashLine : Qt::SolidLine));
+        g->setScatterStyle(
+            QCPScatterStyle(s.mla ? QCPScatterStyle::ssDiamond : QCPScatterStyle::ssCircle,
+                            QPen(c, 2), QBrush(palette().color(QPalette::Base)), s.mla ? 12 : 10));
+        for (const auto& p : s.points)
+            if (valueOf(p) > 0)
+                g->addData(static_cast<double>(p.tp), valueOf(p));
+    };
+    const QColor primaryColor = dk ? QColor(0x56, 0xb4, 0xe9) : QColor(0x00, 0x72, 0xb2);
+    addSeries(data_.primary, primaryColor, false);
+    if (data_.counterpart)
+        addSeries(*data_.counterpart, rankColor(2, dk), true);
+
+    if (kind_ == Kind::Intensity && data_.ridgeFlopPerByte > 0) {
+        auto* ridge = new QCPItemStraightLine(this);
+        ridge->point1->setCoords(1, data_.ridgeFlopPerByte);
+        ridge->point2->setCoords(2, data_.ridgeFlopPerByte);
+        ridge->setPen(QPen(mutedColor(), 1.5, Qt::DotLine));
+        addLabel(0.85, data_.ridgeFlopPerByte * 1.08,
+                 tr("ridge %1 FLOP/B").arg(q(fixed(data_.ridgeFlopPerByte, 0))),
+                 Qt::AlignLeft | Qt::AlignBottom, mutedColor(), 0.95);
+    }
+
+    // The current TP.
+    const QColor acc = accentColor(dk);
+    auto* cur = new QCPItemStraightLine(this);
+    cur->point1->setCoords(static_cast<double>(data_.currentTp), 1);
+    cur->point2->setCoords(static_cast<double>(data_.currentTp), 2);
+    cur->setPen(QPen(acc, 2));
+    addLabel(static_cast<double>(data_.currentTp) * 1.04, yAxis->range().upper / 1.12,
+             tr("TP = %1").arg(data_.currentTp), Qt::AlignLeft | Qt::AlignTop, acc, 1.0, true);
+
+    if (kind_ == Kind::Capacity && data_.crossoverTp) {
+        auto* x = new QCPItemStraightLine(this);
+        x->point1->setCoords(*data_.crossoverTp, 1);
+        x->point2->setCoords(*data_.crossoverTp, 2);
+        x->setPen(QPen(textColor(), 1.5, Qt::DashLine));
+        // Under the point where the two lines meet (the MLA series is flat there).
+        const TpSeries& mla = data_.primary.mla ? data_.primary : *data_.counterpart;
+        const double y = valueOf(mla.points.front());
+        auto* t = addLabel(*data_.crossoverTp * 0.95, y / 1.5,
+                           tr("crossover\nTP = %1").arg(q(fixed(*data_.crossoverTp, 2))),
+                           Qt::AlignRight | Qt::AlignTop, textColor(), 0.95, true);
+        t->setTextAlignment(Qt::AlignRight);
+        t->setBrush(QBrush(palette().color(QPalette::Base)));
+    } else if (kind_ == Kind::Capacity && !data_.crossoverText.empty()) {
+        addLabel(0.85, yAxis->range().lower * 1.3, q(data_.crossoverText),
+                 Qt::AlignLeft | Qt::AlignBottom, textColor(), 0.9);
+    }
+}
+
+void TpPlot::mouseMoveEvent(QMouseEvent* e) {
+    PlotWidget::mouseMoveEvent(e);
+    const QPointF pos = e->position();
+    auto check = [&](const TpSeries& s) {
+        for (const auto& p : s.points) {
+            const double v = valueOf(p);
+            if (v <= 0)
+                continue;
+            const double px = xAxis->coordToPixel(static_cast<double>(p.tp));
+            const double py = yAxis->coordToPixel(v);
+            if (std::hypot(px - pos.x(), py - pos.y()) < 12) {
+                QToolTip::showText(
+                    e->globalPosition().toPoint(),
+                    tr("<b>%1</b> at TP = %2<br>%3 tokens<br>%4 concurrent requests<br>%5 "
+                       "FLOP/byte%6")
+                        .arg(q(s.label))
+                        .arg(p.tp)
+                        .arg(q(withCommas(p.tokens)), q(fixed(p.concurrency, 2)),
+                             q(fixed(p.intensityFlopPerByte, 1)),
+                             p.replicated ? tr("<br>KV replicated across ranks") : QString()),
+                    this);
+                return true;
+            }
+        }
+        return false;
+    };
+    if (check(data_.primary) || (data_.counterpart && check(*data_.counterpart)))
+        return;
+    QToolTip::hideText();
+}
+
+} // namespace kvscope::ui
