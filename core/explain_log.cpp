@@ -607,9 +607,12 @@ Result<LogExplanation> explainEngineLog(const EngineLog& log, const ExplainOptio
         e.terms.push_back(term("pool", "KV cache memory per rank", "B", double(pool.poolBytes),
                                asDouble(log.availableKvBytes), false,
                                "what is left: budget − weights − overhead"));
+        std::optional<double> loggedTokens = asDouble(log.kvTokens);
+        if (!loggedTokens && log.numGpuBlocks)
+            loggedTokens = double(*log.numGpuBlocks * d.blockSize);
         std::optional<double> loggedCell;
-        if (log.availableKvBytes && log.kvTokens && *log.kvTokens > 0)
-            loggedCell = double(*log.availableKvBytes) / double(*log.kvTokens);
+        if (log.availableKvBytes && loggedTokens && *loggedTokens > 0)
+            loggedCell = double(*log.availableKvBytes) / *loggedTokens;
         e.terms.push_back(term(
             "cell", "bytes per token per rank", "B", cell, loggedCell, true,
             "(head_size + head_size_v) · b · KV heads per rank · L = " +
@@ -620,9 +623,6 @@ Result<LogExplanation> explainEngineLog(const EngineLog& log, const ExplainOptio
                                withCommas(r.pageBytes) + " B per layer × " +
                                    std::to_string(r.layers) + " layers, " +
                                    std::to_string(d.blockSize) + " tokens per block"));
-        std::optional<double> loggedTokens = asDouble(log.kvTokens);
-        if (!loggedTokens && log.numGpuBlocks)
-            loggedTokens = double(*log.numGpuBlocks * d.blockSize);
         e.terms.push_back(term("tokens", "GPU KV cache size", "tokens", double(r.vllmTokens),
                                loggedTokens, false,
                                "floor(pool / page) blocks × block size × DCP"));
