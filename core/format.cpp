@@ -179,9 +179,11 @@ std::string textReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) 
                 " params / " + std::to_string(r.tp));
         if (p.model == PoolModel::Vllm) {
             row("- activation peak", humanBytes(static_cast<double>(p.activationPeakBytes)),
-                "profiling pass, max_num_batched_tokens");
+                "profiling pass: activations + fp32 logits");
+            row("- non-torch, TP=1", humanBytes(static_cast<double>(p.cudaContextBytes)),
+                "cuBLAS workspaces, allocator slack");
             row("- CUDA graphs", humanBytes(static_cast<double>(p.cudaGraphBytes)),
-                "67 captured sizes");
+                "67 captured sizes, shared pool");
             if (p.ncclBytes)
                 row("- NCCL buffers", humanBytes(static_cast<double>(p.ncclBytes)));
             if (p.customAllReduceBytes)

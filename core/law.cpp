@@ -219,8 +219,9 @@ PoolBreakdown computePool(const ModelSpec& m, const GpuSpec& gpu, const Deployme
     }
     // vLLM (v1 worker, determine_available_memory): requested = util × total memory the driver
     // reports; KV pool = requested − (weights + torch peak increase of the profiling run +
-    // non-torch increase). The CUDA context is created before vLLM's baseline snapshot, so it
-    // sits in the (1 − util) headroom and is not subtracted.
+    // non-torch increase). Calibrated against vLLM 0.11 startup logs on H100 (79.18 GiB):
+    // Llama-3.1-8B TP=1 logs weights 14.99, activation 4.76, non-torch 0.13 → KV 51.38 GiB;
+    // Llama-3.3-70B-FP8 TP=2 logs activation 4.84, non-torch 0.55; Qwen3-32B 5.64 / 0.14.
     p.capacityBytes = gpu.reportedMemoryBytes();
     p.capacitySource = gpu.driverMemoryBytes > 0 ? gpu.driverMemorySource
                                                  : "datasheet (driver figure unknown)";
@@ -228,6 +229,7 @@ PoolBreakdown computePool(const ModelSpec& m, const GpuSpec& gpu, const Deployme
 
     const std::int64_t tp = d.tp;
     const std::int64_t act = 2; // 16-bit activations
+    const std::int64_t tokens = d.maxNumBatchedTokens;
     const std::int64_t dModel = m.hidden.value;
     const bool latent = latentMode(m, d);
     const std::int64_t qkvWidth =
@@ -235,25 +237,27 @@ PoolBreakdown computePool(const ModelSpec& m, const GpuSpec& gpu, const Deployme
                   m.qHeads.value * (m.qkNopeHeadDim.value + m.qkRopeHeadDim.value) / tp)
                : ((m.qHeads.value + 2 * effectiveKvHeads(m, d)) * m.keyDim()) / tp;
     const std::int64_t attnOut = m.qHeads.value * m.valueDim() / tp;
-    // Profiling forward pass over max_num_batched_tokens tokens: the residual stream and the
-    // normed hidden state stay live (2·d) beside the widest stage — the QKV projection plus the
-    // attention output, or the MLP's gate/up and activation outputs (MoE: top-k experts'
-    // intermediates, plus shared experts).
+    // The profiling pass runs max_num_batched_tokens tokens through the model: the residual
+    // stream and the normed hidden state stay live (2·d) beside the widest stage — the QKV
+    // projection plus the attention output, or the MLP's gate/up and activation outputs
+    // (MoE: the top-k experts' intermediates plus shared experts).
     const std::int64_t widest = std::max(qkvWidth + attnOut, mlpActivationWidth(m, tp));
-    const std::int64_t forward = d.maxNumBatchedTokens * (2 * dModel + widest) * act;
-    // Then the dummy sampler over max_num_seqs (256) rows: bf16 logits, fp32 logits and fp32
-    // probabilities over the full vocabulary (gathered on every rank).
-    const std::int64_t sampler = 256 * m.vocab.value * (2 + 4 + 4);
-    p.activationPeakBytes = std::max(forward, sampler);
-    // CUDA graphs: vLLM captures 67 batch sizes (1..512); they share one memory pool that holds
-    // the activations of the largest (512 tokens), plus each graph's kernel nodes and their
-    // parameters, which grow with depth (≈ 192 KiB per layer per graph, measured on H100
-    // captures of Llama-class models).
-    const std::int64_t graphPool = 512 * (2 * dModel + widest) * act;
-    p.cudaGraphBytes = graphPool + 67 * m.layers.value * 192 * 1024;
+    const std::int64_t forward = tokens * (2 * dModel + widest) * act;
+    // Then its dummy sampler pass computes fp32 logits over the full vocabulary for every one
+    // of those tokens — the larger term (3.9 GiB of Llama-3-8B's 4.76 GiB at 8,192 tokens).
+    const std::int64_t logits = tokens * m.vocab.value * 4;
+    p.activationPeakBytes = forward + logits;
+    // Non-torch memory at TP=1: cuBLAS/cuDNN workspaces and allocator slack, 0.13 GiB in every
+    // TP=1 log above.
+    p.cudaContextBytes = 133 * kMiB;
+    // CUDA graphs: the 67 captured batch sizes (1..512) share one memory pool sized by the
+    // largest (512 tokens of activations). vLLM 0.11 captures them after sizing the pool, so
+    // the logs above show changes of −0.9 to +1.0 GiB; newer releases profile them first.
+    p.cudaGraphBytes = 512 * (2 * dModel + widest) * act;
     if (tp > 1) {
-        // NCCL: 32 channels × send/recv × NCCL_BUFFSIZE (4 MiB) per rank.
-        p.ncclBytes = 32 * 2 * 4 * kMiB;
+        // NCCL's communicator buffers (channels × peers × NCCL_BUFFSIZE): the TP=2 logs show
+        // non-torch memory rising from 0.13 to 0.55 GiB.
+        p.ncclBytes = 400 * kMiB;
         // vLLM's custom all-reduce (world sizes 2, 4, 6, 8 only): an 8 MiB IPC buffer plus
         // 8 MiB of metadata and registered-pointer space per rank.
         if (tp <= 8 && tp % 2 == 0)

@@ -69,6 +69,8 @@ private Q_SLOTS:
     void dcpDividesContext();
     void windowLayersCapRequestBytes();
     void vllmPoolBreakdown();
+    void vllmPoolMatchesVllmLogs_data();
+    void vllmPoolMatchesVllmLogs();
     void poolOverride();
     void weightsDoNotFit();
     void weightFp8KeepsEmbeddings16Bit();
@@ -334,6 +336,35 @@ void TestLaw::vllmPoolBreakdown() {
     big.maxNumBatchedTokens = 32768;
     QVERIFY(eval(model("llama-3-70b"), gpu("h100-sxm"), big).pool.activationPeakBytes >
             p.activationPeakBytes);
+}
+
+void TestLaw::vllmPoolMatchesVllmLogs_data() {
+    // "Available KV cache memory" as vLLM 0.11 logged it on an H100 (util 0.9, 8,192 batched
+    // tokens): Llama-3.1-8B at TP=1, and Llama-3.3-70B FP8-dynamic (embeddings and lm_head in
+    // 16-bit) at TP=2.
+    QTest::addColumn<QString>("modelId");
+    QTest::addColumn<int>("tp");
+    QTest::addColumn<bool>("fp8Weights");
+    QTest::addColumn<double>("loggedWeightsGiB");
+    QTest::addColumn<double>("loggedPoolGiB");
+    QTest::newRow("llama-3.1-8b tp1") << "llama-3-8b" << 1 << false << 14.99 << 51.38;
+    QTest::newRow("llama-3.3-70b fp8 tp2") << "llama-3-70b" << 2 << true << 33.88 << 32.00;
+}
+
+void TestLaw::vllmPoolMatchesVllmLogs() {
+    QFETCH(QString, modelId);
+    QFETCH(int, tp);
+    QFETCH(bool, fp8Weights);
+    QFETCH(double, loggedWeightsGiB);
+    QFETCH(double, loggedPoolGiB);
+    Deployment d = dep(tp);
+    if (fp8Weights)
+        d.weightDtype = WeightDtype::FP8;
+    const auto r = eval(model(modelId.toUtf8().constData()), gpu("h100-sxm"), d);
+    QVERIFY2(std::fabs(r.pool.weightBytes / kGiB - loggedWeightsGiB) / loggedWeightsGiB < 0.01,
+             qPrintable(QString::number(r.pool.weightBytes / kGiB)));
+    QVERIFY2(std::fabs(r.pool.poolBytes / kGiB - loggedPoolGiB) / loggedPoolGiB < 0.01,
+             qPrintable(QString::number(r.pool.poolBytes / kGiB)));
 }
 
 void TestLaw::poolOverride() {
