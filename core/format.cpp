@@ -1,9 +1,8 @@
 #include "core/format.h"
 
-#include <nlohmann/json.hpp>
-
 #include <cmath>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 namespace kvscope {
@@ -115,23 +114,22 @@ std::string textReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) 
     const std::size_t w = 22;
     auto row = [&](const std::string& label, const std::string& value,
                    const std::string& note = {}) {
-        o << "  " << pad(label, w) << (note.empty() ? value : pad(value, 18) + "  " + note)
-          << '\n';
+        o << "  " << pad(label, w) << (note.empty() ? value : pad(value, 18) + "  " + note) << '\n';
     };
-    o << "kvscope: " << m.name << " on " << r.tp << " x " << gpu.name
-      << " (TP=" << r.tp << (r.dcp > 1 ? ", DCP=" + std::to_string(r.dcp) : "") << ")\n\n";
+    o << "kvscope: " << m.name << " on " << r.tp << " x " << gpu.name << " (TP=" << r.tp
+      << (r.dcp > 1 ? ", DCP=" + std::to_string(r.dcp) : "") << ")\n\n";
 
     o << "Model (provenance on the right)\n";
-    row("attention", r.variant + (r.attention == AttentionKind::MLA
-                                      ? ""
-                                      : " (g = " + compact(r.groupSize) + ")"),
+    row("attention",
+        r.variant +
+            (r.attention == AttentionKind::MLA ? "" : " (g = " + compact(r.groupSize) + ")"),
         m.mla && r.attention != AttentionKind::MLA ? "what-if: MLA model viewed as GQA" : "");
     row("layers L", std::to_string(m.layers.value), m.layers.source);
     row("query heads h", std::to_string(m.qHeads.value), m.qHeads.source);
     row("KV heads h_kv", std::to_string(r.kvHeads),
-        r.kvHeads == m.kvHeads.value || m.mla ? m.kvHeads.source
-                                              : "what-if --h-kv (model has " +
-                                                    std::to_string(m.kvHeads.value) + ")");
+        r.kvHeads == m.kvHeads.value || m.mla
+            ? m.kvHeads.source
+            : "what-if --h-kv (model has " + std::to_string(m.kvHeads.value) + ")");
     if (m.mla) {
         row("kv_lora_rank r", std::to_string(m.kvLoraRank.value), m.kvLoraRank.source);
         row("qk_rope_head_dim", std::to_string(m.qkRopeHeadDim.value), m.qkRopeHeadDim.source);
@@ -153,11 +151,9 @@ std::string textReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) 
     o << "\nBytes per token (the cell)\n";
     row("cell, whole model", bytesExact(r.cellBytesPerToken));
     row("cell per rank", bytesExact(r.cellBytesPerTokenPerRank),
-        std::to_string(r.qHeadsPerRank) + " query head(s), " +
-            std::to_string(r.kvHeadsPerRank) + (r.attention == AttentionKind::MLA
-                                                    ? " latent"
-                                                    : " KV head(s)") +
-            " per rank" + (r.kvReplicated ? ", replicated x" + std::to_string(r.kvCopies) : ""));
+        std::to_string(r.qHeadsPerRank) + " query head(s), " + std::to_string(r.kvHeadsPerRank) +
+            (r.attention == AttentionKind::MLA ? " latent" : " KV head(s)") + " per rank" +
+            (r.kvReplicated ? ", replicated x" + std::to_string(r.kvCopies) : ""));
     row("one request", humanBytes(static_cast<double>(r.requestBytes)),
         "at " + withCommas(r.context) + " tokens, whole model");
     row("one request per rank", humanBytes(static_cast<double>(r.requestBytesPerRank)),
@@ -172,8 +168,8 @@ std::string textReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) 
             p.model == PoolModel::Datasheet
                 ? compact(static_cast<double>(p.capacityBytes) / 1e9) + " GB"
                 : humanBytes(static_cast<double>(p.capacityBytes));
-        row(fixed(p.util, 2) + " x " + capacity,
-            humanBytes(static_cast<double>(p.budgetBytes)), p.capacitySource);
+        row(fixed(p.util, 2) + " x " + capacity, humanBytes(static_cast<double>(p.budgetBytes)),
+            p.capacitySource);
         row("- weights / TP", humanBytes(static_cast<double>(p.weightBytes)),
             toString(r.weightDtype) + ", " + humanCount(static_cast<double>(r.params.total())) +
                 " params / " + std::to_string(r.tp));
@@ -189,8 +185,7 @@ std::string textReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) 
             if (p.customAllReduceBytes)
                 row("- custom all-reduce", humanBytes(static_cast<double>(p.customAllReduceBytes)));
         }
-        row("= pool", humanBytes(static_cast<double>(p.poolBytes)),
-            withCommas(p.poolBytes) + " B");
+        row("= pool", humanBytes(static_cast<double>(p.poolBytes)), withCommas(p.poolBytes) + " B");
     }
 
     o << "\nCapacity\n";
@@ -219,10 +214,11 @@ std::string textReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) 
         r.kvProjParamsPerLayer != r.kvProjParamsPerLayerModel
             ? "checkpoint: " + humanCount(static_cast<double>(r.kvProjParamsPerLayerModel))
             : "");
-    if (r.kvProjParamsPerLayer != r.kvProjParamsPerLayerModel && r.attention != AttentionKind::MLA) {
-        const double delta = static_cast<double>(r.kvProjParamsPerLayer -
-                                                 r.kvProjParamsPerLayerModel) *
-                             static_cast<double>(r.layers);
+    if (r.kvProjParamsPerLayer != r.kvProjParamsPerLayerModel &&
+        r.attention != AttentionKind::MLA) {
+        const double delta =
+            static_cast<double>(r.kvProjParamsPerLayer - r.kvProjParamsPerLayerModel) *
+            static_cast<double>(r.layers);
         row("what-if weights", (delta >= 0 ? "+" : "-") + humanCount(std::fabs(delta)) + " params",
             (delta >= 0 ? "+" : "-") + humanBytes(std::fabs(delta) * 2) +
                 " bf16; the pool above keeps the checkpoint's weights");
@@ -258,9 +254,12 @@ std::string jsonReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) 
                   {"kv_lora_rank", r.kvLoraRank},
                   {"qk_rope_head_dim", r.qkRopeHeadDim},
                   {"params", r.params.total()}};
-    json provenance = {{"layers", m.layers.source},   {"q_heads", m.qHeads.source},
-                       {"kv_heads", m.kvHeads.source}, {"head_dim", m.headDim.source},
-                       {"hidden", m.hidden.source},    {"dtype", m.torchDtype.source},
+    json provenance = {{"layers", m.layers.source},
+                       {"q_heads", m.qHeads.source},
+                       {"kv_heads", m.kvHeads.source},
+                       {"head_dim", m.headDim.source},
+                       {"hidden", m.hidden.source},
+                       {"dtype", m.torchDtype.source},
                        {"tied_embeddings", m.tiedEmbeddings.source}};
     const PoolBreakdown& p = r.pool;
     json pool = {{"model", p.overridden ? "override" : toString(p.model)},

@@ -2,10 +2,9 @@
 
 #include "core/jsonutil.h"
 
-#include <nlohmann/json.hpp>
-
 #include <cmath>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 namespace kvscope {
 
@@ -61,9 +60,9 @@ Result<GpuSpec> parseGpuJson(std::string_view jsonText, const std::string& fallb
 #undef KV_NUM
     g.memoryBytes = std::llround(mem.value() * 1e9);
     g.driverMemoryBytes = std::llround(drv.value() * 1073741824.0);
-    g.driverMemorySource = str("driver_memory_source", g.driverMemoryBytes > 0
-                                                           ? "driver_memory_gib"
-                                                           : "unknown: datasheet capacity used");
+    g.driverMemorySource =
+        str("driver_memory_source",
+            g.driverMemoryBytes > 0 ? "driver_memory_gib" : "unknown: datasheet capacity used");
     g.bandwidthBytesPerS = bw.value() * 1e12;
     g.peakBf16FlopPerS = bf16.value() * 1e12;
     g.peakFp8FlopPerS = fp8.value() * 1e12;

@@ -11,15 +11,15 @@
 namespace kvscope {
 
 struct GpuSpec {
-    std::string id;   ///< "h100-sxm"
-    std::string name; ///< "NVIDIA H100 SXM 80GB"
+    std::string id;                     ///< "h100-sxm"
+    std::string name;                   ///< "NVIDIA H100 SXM 80GB"
     std::int64_t memoryBytes = 0;       ///< datasheet capacity, decimal (80 GB = 80e9)
     std::int64_t driverMemoryBytes = 0; ///< total the CUDA driver reports; 0 = unknown
     std::string driverMemorySource;
-    double bandwidthBytesPerS = 0;  ///< datasheet HBM/GDDR bandwidth
-    double peakBf16FlopPerS = 0;    ///< dense tensor bf16
-    double peakFp8FlopPerS = 0;     ///< dense tensor fp8; 0 = no fp8 tensor cores
-    double peakFp32FlopPerS = 0;    ///< non-tensor fp32
+    double bandwidthBytesPerS = 0; ///< datasheet HBM/GDDR bandwidth
+    double peakBf16FlopPerS = 0;   ///< dense tensor bf16
+    double peakFp8FlopPerS = 0;    ///< dense tensor fp8; 0 = no fp8 tensor cores
+    double peakFp32FlopPerS = 0;   ///< non-tensor fp32
     std::int64_t gpusPerNode = 8;
 
     /// Memory the vLLM pool model starts from: driver total when known, else datasheet.

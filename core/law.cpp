@@ -14,9 +14,13 @@ namespace {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr std::int64_t kMiB = 1024 * 1024;
 
-std::string str(std::int64_t v) { return std::to_string(v); }
+std::string str(std::int64_t v) {
+    return std::to_string(v);
+}
 
-bool latentMode(const ModelSpec& m, const Deployment& d) { return m.mla && !d.kvHeads; }
+bool latentMode(const ModelSpec& m, const Deployment& d) {
+    return m.mla && !d.kvHeads;
+}
 
 std::int64_t effectiveKvHeads(const ModelSpec& m, const Deployment& d) {
     if (latentMode(m, d))
@@ -28,7 +32,7 @@ KvDtype resolveKvDtype(const ModelSpec& m, KvDtype k) {
     if (k != KvDtype::Auto)
         return k;
     return m.torchDtype.value == "float16" || m.torchDtype.value == "half" ? KvDtype::FP16
-                                                                             : KvDtype::BF16;
+                                                                           : KvDtype::BF16;
 }
 
 /// Bytes one token occupies in one layer's cache on one rank.
@@ -58,7 +62,9 @@ std::int64_t windowedBytes(const ModelSpec& m, std::int64_t perLayer, std::int64
     return total;
 }
 
-std::int64_t ceilDiv(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+std::int64_t ceilDiv(std::int64_t a, std::int64_t b) {
+    return (a + b - 1) / b;
+}
 
 /// The widest MLP activation (per token, per rank, elements) of one forward pass.
 std::int64_t mlpActivationWidth(const ModelSpec& m, std::int64_t tp) {
@@ -72,7 +78,9 @@ std::int64_t mlpActivationWidth(const ModelSpec& m, std::int64_t tp) {
 
 } // namespace
 
-std::string toString(PoolModel p) { return p == PoolModel::Vllm ? "vllm" : "datasheet"; }
+std::string toString(PoolModel p) {
+    return p == PoolModel::Vllm ? "vllm" : "datasheet";
+}
 
 Result<PoolModel> parsePoolModel(std::string_view text) {
     if (text == "vllm")
@@ -117,8 +125,8 @@ Status validate(const ModelSpec& m, const GpuSpec& gpu, const Deployment& d) {
         if (k < 1)
             return makeError("h_kv", "must be a positive integer, got " + str(k));
         if (k > h || h % k != 0)
-            return makeError("h_kv", "must divide num_attention_heads (" + str(h) + "); " +
-                                         str(k) + " does not");
+            return makeError("h_kv", "must divide num_attention_heads (" + str(h) + "); " + str(k) +
+                                         " does not");
     }
     if (h % d.tp != 0)
         return makeError("tp", "Total number of attention heads (" + str(h) +
@@ -129,8 +137,8 @@ Status validate(const ModelSpec& m, const GpuSpec& gpu, const Deployment& d) {
     if (!latent) {
         if (hkv >= d.tp && hkv % d.tp != 0)
             return makeError("tp", "Total number of KV heads (" + str(hkv) +
-                                       ") must be divisible by tensor parallel size (" +
-                                       str(d.tp) + ") when it is at least the TP size");
+                                       ") must be divisible by tensor parallel size (" + str(d.tp) +
+                                       ") when it is at least the TP size");
         if (hkv < d.tp && d.tp % hkv != 0)
             return makeError("tp", "tensor parallel size (" + str(d.tp) +
                                        ") must be a multiple of the number of KV heads (" +
@@ -223,8 +231,8 @@ PoolBreakdown computePool(const ModelSpec& m, const GpuSpec& gpu, const Deployme
     // Llama-3.1-8B TP=1 logs weights 14.99, activation 4.76, non-torch 0.13 → KV 51.38 GiB;
     // Llama-3.3-70B-FP8 TP=2 logs activation 4.84, non-torch 0.55; Qwen3-32B 5.64 / 0.14.
     p.capacityBytes = gpu.reportedMemoryBytes();
-    p.capacitySource = gpu.driverMemoryBytes > 0 ? gpu.driverMemorySource
-                                                 : "datasheet (driver figure unknown)";
+    p.capacitySource =
+        gpu.driverMemoryBytes > 0 ? gpu.driverMemorySource : "datasheet (driver figure unknown)";
     p.budgetBytes = static_cast<std::int64_t>(d.gpuMemUtil * static_cast<double>(p.capacityBytes));
 
     const std::int64_t tp = d.tp;
@@ -272,8 +280,7 @@ double decodeIntensity(const ModelSpec& m, const Deployment& d) {
     const double qPerRank = static_cast<double>(m.qHeads.value) / static_cast<double>(d.tp);
     double flopsPerTokenPerLayer = 0;
     if (latentMode(m, d)) // absorbed MLA: scores over r + d_rope, output over r, per head
-        flopsPerTokenPerLayer =
-            2.0 * qPerRank * (2.0 * m.kvLoraRank.value + m.qkRopeHeadDim.value);
+        flopsPerTokenPerLayer = 2.0 * qPerRank * (2.0 * m.kvLoraRank.value + m.qkRopeHeadDim.value);
     else // QK^T over d_k and PV over d_v, 2 FLOPs per multiply-add
         flopsPerTokenPerLayer = 2.0 * qPerRank * static_cast<double>(m.keyDim() + m.valueDim());
     return flopsPerTokenPerLayer / static_cast<double>(cellPerLayerPerRank(m, d, kv));
@@ -382,8 +389,8 @@ Result<Report> evaluate(const ModelSpec& m, const GpuSpec& gpu, const Deployment
     // --- §8 one decode step: weights read once vs KV read once, per rank ------------------
     {
         const ParamCount& p = r.params;
-        const double bytesPerParam =
-            static_cast<double>(r.weightBytes) / static_cast<double>(std::max<std::int64_t>(1, p.total()));
+        const double bytesPerParam = static_cast<double>(r.weightBytes) /
+                                     static_cast<double>(std::max<std::int64_t>(1, p.total()));
         // The embedding table is gathered (B rows), not streamed; lm_head (or the tied table)
         // is read in full.
         double streamed = static_cast<double>(p.total() - p.embedding +
@@ -403,10 +410,10 @@ Result<Report> evaluate(const ModelSpec& m, const GpuSpec& gpu, const Deployment
                                     m.moeIntermediate.value);
             streamed -= routedParams * (1.0 - touched);
         }
-        r.stepWeightBytesPerRank = std::llround(streamed * bytesPerParam / static_cast<double>(d.tp));
+        r.stepWeightBytesPerRank =
+            std::llround(streamed * bytesPerParam / static_cast<double>(d.tp));
         r.stepKvBytesPerRank = d.batch * r.requestBytesPerRank;
-        const double total =
-            static_cast<double>(r.stepWeightBytesPerRank + r.stepKvBytesPerRank);
+        const double total = static_cast<double>(r.stepWeightBytesPerRank + r.stepKvBytesPerRank);
         r.stepKvFraction = total > 0 ? static_cast<double>(r.stepKvBytesPerRank) / total : 0;
         r.stepTimeLowerBoundS = total / gpu.bandwidthBytesPerS;
     }
@@ -426,8 +433,8 @@ Result<Report> evaluate(const ModelSpec& m, const GpuSpec& gpu, const Deployment
                              withCommas(m.maxPositionEmbeddings.value) +
                              "): engines refuse this max-model-len without rope scaling");
     if (m.attention() == AttentionKind::MQA && !d.kvHeads && d.tp > 1 &&
-        (m.modelType == "gpt_bigcode" || m.modelType == "falcon" ||
-         m.modelType == "RefinedWeb" || m.modelType == "RefinedWebModel"))
+        (m.modelType == "gpt_bigcode" || m.modelType == "falcon" || m.modelType == "RefinedWeb" ||
+         m.modelType == "RefinedWebModel"))
         r.warnings.push_back("SGLang's multi_query path has no tensor-parallel support");
     if (m.windowLayerCount() > 0)
         r.warnings.push_back("tokens held count every layer at the full cell; bytes per request "

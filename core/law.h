@@ -58,17 +58,17 @@ std::vector<std::int64_t> validTpSizes(const ModelSpec& m, std::int64_t kvHeads,
 /// The pool and where it came from (all bytes per rank).
 struct PoolBreakdown {
     PoolModel model = PoolModel::Vllm;
-    bool overridden = false;            ///< --pool-gib
-    std::int64_t capacityBytes = 0;     ///< datasheet (decimal) or driver-reported total
+    bool overridden = false;        ///< --pool-gib
+    std::int64_t capacityBytes = 0; ///< datasheet (decimal) or driver-reported total
     std::string capacitySource;
     double util = 0.9;
-    std::int64_t budgetBytes = 0;       ///< util × capacity
-    std::int64_t weightBytes = 0;       ///< weights / TP
-    std::int64_t activationPeakBytes = 0; ///< vllm: peak of the profiling forward pass
-    std::int64_t cudaGraphBytes = 0;    ///< vllm: captured CUDA graphs
-    std::int64_t ncclBytes = 0;         ///< vllm: NCCL buffers (TP > 1)
+    std::int64_t budgetBytes = 0;          ///< util × capacity
+    std::int64_t weightBytes = 0;          ///< weights / TP
+    std::int64_t activationPeakBytes = 0;  ///< vllm: peak of the profiling forward pass
+    std::int64_t cudaGraphBytes = 0;       ///< vllm: captured CUDA graphs
+    std::int64_t ncclBytes = 0;            ///< vllm: NCCL buffers (TP > 1)
     std::int64_t customAllReduceBytes = 0; ///< vllm: custom all-reduce buffers (TP > 1)
-    std::int64_t cudaContextBytes = 0;  ///< vllm: CUDA context + cuBLAS workspace, non-torch
+    std::int64_t cudaContextBytes = 0;     ///< vllm: CUDA context + cuBLAS workspace, non-torch
     std::int64_t nonTorchBytes() const {
         return cudaGraphBytes + ncclBytes + customAllReduceBytes + cudaContextBytes;
     }
@@ -77,14 +77,14 @@ struct PoolBreakdown {
 
 /// Every number kvscope shows for one (model, GPU, deployment).
 struct Report {
-    AttentionKind attention = AttentionKind::GQA; ///< of the evaluated variant
-    std::string variant;                          ///< "GQA-8", "MLA latent", ...
+    AttentionKind attention = AttentionKind::GQA;     ///< of the evaluated variant
+    std::string variant;                              ///< "GQA-8", "MLA latent", ...
     std::int64_t layers = 0, qHeads = 0, kvHeads = 0; ///< kvHeads: the evaluated h_kv (1 for MLA)
-    std::int64_t keyDim = 0, valueDim = 0;        ///< per-head K and V widths in the cache
+    std::int64_t keyDim = 0, valueDim = 0;            ///< per-head K and V widths in the cache
     std::int64_t kvLoraRank = 0, qkRopeHeadDim = 0;
-    KvDtype kvDtype = KvDtype::BF16;              ///< resolved
+    KvDtype kvDtype = KvDtype::BF16; ///< resolved
     std::int64_t kvBytesPerElement = 2;
-    WeightDtype weightDtype = WeightDtype::BF16;  ///< resolved
+    WeightDtype weightDtype = WeightDtype::BF16; ///< resolved
 
     std::int64_t tp = 1, dcp = 1;
     std::int64_t qHeadsPerRank = 0;
@@ -98,24 +98,24 @@ struct Report {
     std::int64_t cellBytesPerTokenPerRank = 0; ///< §3
     std::int64_t cellBytesPerTokenPerLayerPerRank = 0;
     std::int64_t context = 0, batch = 0;
-    std::int64_t contextPerRank = 0;           ///< ceil(S / dcp)
-    std::int64_t requestBytesPerRank = 0;      ///< one request at S (window layers capped)
-    std::int64_t requestBytes = 0;             ///< one request, whole model, all ranks' shards
+    std::int64_t contextPerRank = 0;      ///< ceil(S / dcp)
+    std::int64_t requestBytesPerRank = 0; ///< one request at S (window layers capped)
+    std::int64_t requestBytes = 0;        ///< one request, whole model, all ranks' shards
 
     PoolBreakdown pool;
-    bool fits = true;          ///< false: the pool is empty or smaller than one request
-    std::string noFitReason;   ///< one line, when !fits
+    bool fits = true;                ///< false: the pool is empty or smaller than one request
+    std::string noFitReason;         ///< one line, when !fits
     std::int64_t tokensCapacity = 0; ///< floor(pool / per-rank cell) × dcp
     std::int64_t maxConcurrency = 0; ///< floor(pool / request bytes per rank)
     double concurrency = 0;          ///< unrounded
 
     // vLLM's paging
-    std::int64_t pageBytes = 0;      ///< (head_size + head_size_v) · b · kv heads per rank · block
-    std::int64_t blocksPerRank = 0;  ///< floor(pool / (page · L))
-    std::int64_t vllmTokens = 0;     ///< blocks · block_size · dcp, as vLLM logs it
-    double vllmConcurrency = 0;      ///< as vLLM logs it
-    std::string vllmLogTokens;       ///< "GPU KV cache size: 1,327,136 tokens"
-    std::string vllmLogConcurrency;  ///< "Maximum concurrency for 8,192 tokens per request: 162.00x"
+    std::int64_t pageBytes = 0; ///< (head_size + head_size_v) · b · kv heads per rank · block
+    std::int64_t blocksPerRank = 0; ///< floor(pool / (page · L))
+    std::int64_t vllmTokens = 0;    ///< blocks · block_size · dcp, as vLLM logs it
+    double vllmConcurrency = 0;     ///< as vLLM logs it
+    std::string vllmLogTokens;      ///< "GPU KV cache size: 1,327,136 tokens"
+    std::string vllmLogConcurrency; ///< "Maximum concurrency for 8,192 tokens per request: 162.00x"
 
     // Roofline (§5)
     double intensityFlopPerByte = 0;
@@ -124,8 +124,8 @@ struct Report {
     double attainableFractionOfPeak = 0;
 
     // Weights (§6)
-    ParamCount params;                       ///< the checkpoint's
-    std::int64_t kvProjParamsPerLayer = 0;   ///< of the evaluated variant
+    ParamCount params;                          ///< the checkpoint's
+    std::int64_t kvProjParamsPerLayer = 0;      ///< of the evaluated variant
     std::int64_t kvProjParamsPerLayerModel = 0; ///< of the checkpoint
     std::int64_t weightBytes = 0, weightBytesPerRank = 0;
 

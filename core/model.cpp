@@ -5,12 +5,11 @@
 #include "core/format.h"
 #include "core/jsonutil.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <nlohmann/json.hpp>
 
 namespace kvscope {
 
@@ -51,7 +50,9 @@ std::int64_t ModelSpec::keyDim() const {
     return mla ? qkNopeHeadDim.value + qkRopeHeadDim.value : headDim.value;
 }
 
-std::int64_t ModelSpec::valueDim() const { return mla ? vHeadDim.value : headDim.value; }
+std::int64_t ModelSpec::valueDim() const {
+    return mla ? vHeadDim.value : headDim.value;
+}
 
 namespace {
 
@@ -96,10 +97,10 @@ public:
                 return makeError(k, std::string("must be an integer, got ") + typeName(*v));
             }
             if (out < min)
-                return makeError(k, min == 1 ? "must be a positive integer, got " +
-                                                   std::to_string(out)
-                                             : "must be at least " + std::to_string(min) +
-                                                   ", got " + std::to_string(out));
+                return makeError(k, min == 1
+                                        ? "must be a positive integer, got " + std::to_string(out)
+                                        : "must be at least " + std::to_string(min) + ", got " +
+                                              std::to_string(out));
             if (out > max)
                 return makeError(k, "must be at most " + std::to_string(max) + ", got " +
                                         std::to_string(out));
@@ -155,18 +156,15 @@ bool isFalcon(const std::string& modelType) {
 }
 
 bool plainMlpModel(const std::string& t) {
-    static const char* kPlain[] = {"gpt_neox", "gpt_bigcode", "gpt2",  "falcon", "RefinedWeb",
-                                   "RefinedWebModel", "gptj", "opt",   "bloom",  "mpt",
-                                   "phi",      "starcoder2"};
-    return std::any_of(std::begin(kPlain), std::end(kPlain),
-                       [&](const char* p) { return t == p; });
+    static const char* kPlain[] = {
+        "gpt_neox", "gpt_bigcode", "gpt2",  "falcon", "RefinedWeb", "RefinedWebModel",
+        "gptj",     "opt",         "bloom", "mpt",    "phi",        "starcoder2"};
+    return std::any_of(std::begin(kPlain), std::end(kPlain), [&](const char* p) { return t == p; });
 }
 
 bool biasedLinearModel(const std::string& t) {
-    return t == "gpt_neox" || t == "gpt_bigcode" || t == "gpt2" || t == "starcoder2" ||
-           t == "phi";
+    return t == "gpt_neox" || t == "gpt_bigcode" || t == "gpt2" || t == "starcoder2" || t == "phi";
 }
-
 
 Result<ModelSpec> resolve(const json& root, const std::string& name) {
     if (!root.is_object())
@@ -185,8 +183,8 @@ Result<ModelSpec> resolve(const json& root, const std::string& name) {
     m.modelType = r.string("model_type");
     if (m.modelType.empty())
         m.modelType = top.string("model_type");
-    if (const json* a = top.find("architectures"); a && a->is_array() && !a->empty() &&
-                                                   (*a)[0].is_string())
+    if (const json* a = top.find("architectures");
+        a && a->is_array() && !a->empty() && (*a)[0].is_string())
         m.architecture = (*a)[0].get<std::string>();
 
     auto required = [&](Sourced<std::int64_t>& out, std::initializer_list<const char*> keys,
@@ -195,12 +193,12 @@ Result<ModelSpec> resolve(const json& root, const std::string& name) {
         if (!v.ok())
             return Error{prefix + v.error().field, v.error().rule};
         if (!v.value().found)
-            return makeError(prefix + *keys.begin(),
-                             keys.size() > 1 ? "missing (also looked for " +
-                                                   joinKeys(keys).substr(
-                                                       std::string(*keys.begin()).size() + 2) +
-                                                   ")"
-                                             : "missing");
+            return makeError(
+                prefix + *keys.begin(),
+                keys.size() > 1
+                    ? "missing (also looked for " +
+                          joinKeys(keys).substr(std::string(*keys.begin()).size() + 2) + ")"
+                    : "missing");
         out = {v.value().value, prefix + v.value().key};
         return Ok{};
     };
@@ -217,8 +215,8 @@ Result<ModelSpec> resolve(const json& root, const std::string& name) {
     if (auto s_ = (expr); !s_.ok())                                                                \
         return s_.error();
 
-    KV_CHECK(required(m.layers, {"num_hidden_layers", "n_layer", "num_layers", "n_layers"},
-                      kMaxLayers));
+    KV_CHECK(
+        required(m.layers, {"num_hidden_layers", "n_layer", "num_layers", "n_layers"}, kMaxLayers));
     KV_CHECK(required(m.qHeads, {"num_attention_heads", "n_head", "n_heads"}, kMaxHeads));
     KV_CHECK(required(m.hidden, {"hidden_size", "n_embd", "d_model"}, kMaxDim));
 
@@ -243,8 +241,7 @@ Result<ModelSpec> resolve(const json& root, const std::string& name) {
         auto newDecoder = r.boolean("new_decoder_architecture");
         if (!newDecoder.ok())
             return Error{prefix + newDecoder.error().field, newDecoder.error().rule};
-        const bool newDecoderFalcon =
-            isFalcon(m.modelType) && newDecoder.value().value_or(false);
+        const bool newDecoderFalcon = isFalcon(m.modelType) && newDecoder.value().value_or(false);
         if (!newDecoderFalcon && multiQuery.value().value_or(false)) {
             m.kvHeads = {1, prefix + "multi_query: true (one KV head)"};
         } else {
@@ -261,9 +258,8 @@ Result<ModelSpec> resolve(const json& root, const std::string& name) {
         }
         if (m.qHeads.value % m.kvHeads.value != 0)
             return makeError(m.kvHeads.source.substr(0, m.kvHeads.source.find(' ')),
-                             "must divide num_attention_heads (" +
-                                 std::to_string(m.qHeads.value) + "), got " +
-                                 std::to_string(m.kvHeads.value));
+                             "must divide num_attention_heads (" + std::to_string(m.qHeads.value) +
+                                 "), got " + std::to_string(m.kvHeads.value));
         // --- Head dim: a declared head_dim first, then hidden / heads ----------------------
         KV_CHECK(optional(m.headDim, {"head_dim"}, 1, kMaxDim));
         if (m.headDim.value == 0) {
@@ -287,8 +283,9 @@ Result<ModelSpec> resolve(const json& root, const std::string& name) {
     m.gatedMlp = {!plainMlpModel(m.modelType),
                   plainMlpModel(m.modelType) ? "model_type " + m.modelType + ": plain 2-matrix MLP"
                                              : "gated MLP (gate, up, down)"};
-    KV_CHECK(optional(m.intermediate, {"intermediate_size", "ffn_hidden_size", "n_inner", "ffn_dim"},
-                      1, kMaxDim * 16));
+    KV_CHECK(optional(m.intermediate,
+                      {"intermediate_size", "ffn_hidden_size", "n_inner", "ffn_dim"}, 1,
+                      kMaxDim * 16));
     if (m.intermediate.value == 0) {
         m.intermediate = {4 * m.hidden.value, "fallback: 4 × hidden_size"};
         if (m.gatedMlp.value)
@@ -315,13 +312,13 @@ Result<ModelSpec> resolve(const json& root, const std::string& name) {
         Sourced<std::int64_t> sharedWidth;
         KV_CHECK(optional(sharedWidth, {"shared_expert_intermediate_size"}, 1, kMaxDim * 64));
         if (sharedWidth.value > 0 && m.sharedExperts.value == 0)
-            m.sharedExperts = {std::max<std::int64_t>(1, sharedWidth.value /
-                                                             m.moeIntermediate.value),
-                               prefix + "shared_expert_intermediate_size / moe_intermediate_size"};
+            m.sharedExperts = {
+                std::max<std::int64_t>(1, sharedWidth.value / m.moeIntermediate.value),
+                prefix + "shared_expert_intermediate_size / moe_intermediate_size"};
         KV_CHECK(optional(m.firstDenseLayers, {"first_k_dense_replace"}, 0, m.layers.value));
         m.moeLayerFreq = {1, "fallback: every layer"};
-        KV_CHECK(optional(m.moeLayerFreq, {"moe_layer_freq", "decoder_sparse_step"}, 1,
-                          m.layers.value));
+        KV_CHECK(
+            optional(m.moeLayerFreq, {"moe_layer_freq", "decoder_sparse_step"}, 1, m.layers.value));
     }
     KV_CHECK(optional(m.mtpLayers, {"num_nextn_predict_layers"}, 0, kMaxLayers));
 
@@ -341,8 +338,8 @@ Result<ModelSpec> resolve(const json& root, const std::string& name) {
             m.tiedEmbeddings = {true, "fallback: transformers' default (tied)"};
     }
     {
-        bool bias = biasedLinearModel(m.modelType) || m.modelType == "qwen2" ||
-                    m.modelType == "qwen2_moe";
+        bool bias =
+            biasedLinearModel(m.modelType) || m.modelType == "qwen2" || m.modelType == "qwen2_moe";
         std::string src = bias ? "model_type " + m.modelType : "fallback: no bias";
         for (const char* k : {"attention_bias", "add_qkv_bias", "qkv_bias", "bias"}) {
             auto b = r.boolean(k);
@@ -417,9 +414,8 @@ Result<ModelSpec> resolve(const json& root, const std::string& name) {
     if (layerTypes) {
         if (!layerTypes->is_array() ||
             layerTypes->size() != static_cast<std::size_t>(m.layers.value))
-            return makeError(prefix + "layer_types",
-                             "must be an array with one entry per layer (" +
-                                 std::to_string(m.layers.value) + ")");
+            return makeError(prefix + "layer_types", "must be an array with one entry per layer (" +
+                                                         std::to_string(m.layers.value) + ")");
         for (std::size_t i = 0; i < layerTypes->size(); ++i) {
             const json& t = (*layerTypes)[i];
             if (!t.is_string())
@@ -464,7 +460,8 @@ Result<ModelSpec> resolve(const json& root, const std::string& name) {
         const double heads = static_cast<double>(m.qHeads.value + 2 * m.kvHeads.value);
         const double experts =
             static_cast<double>(m.routedExperts.value + m.sharedExperts.value + 1);
-        const double ffn = static_cast<double>(std::max(m.intermediate.value, m.moeIntermediate.value));
+        const double ffn =
+            static_cast<double>(std::max(m.intermediate.value, m.moeIntermediate.value));
         const double lora = static_cast<double>(m.kvLoraRank.value + m.qLoraRank.value);
         const double bound =
             static_cast<double>(m.layers.value) *

@@ -35,7 +35,7 @@ struct ModelSpec {
     Sourced<std::int64_t> headDim; ///< d_h (for MLA: qk_nope + qk_rope, the per-head q/k width)
     Sourced<std::int64_t> hidden;  ///< d, hidden size
     Sourced<std::int64_t> vocab;
-    Sourced<std::int64_t> intermediate;        ///< dense MLP width
+    Sourced<std::int64_t> intermediate;          ///< dense MLP width
     Sourced<std::int64_t> maxPositionEmbeddings; ///< 0 when absent
 
     // MLA (DeepSeek-V2/V3, Kimi-K2): present when kv_lora_rank is present and not null.
@@ -60,9 +60,9 @@ struct ModelSpec {
     Sourced<bool> qkvBias;
     Sourced<bool> mlpBias;
 
-    Sourced<std::string> torchDtype;       ///< as declared ("bfloat16", "float32", ...)
-    std::int64_t servedDtypeBytes = 2;     ///< float32 checkpoints are served in 16-bit
-    bool fp8Weights = false;               ///< config carries an fp8 quantization_config
+    Sourced<std::string> torchDtype;   ///< as declared ("bfloat16", "float32", ...)
+    std::int64_t servedDtypeBytes = 2; ///< float32 checkpoints are served in 16-bit
+    bool fp8Weights = false;           ///< config carries an fp8 quantization_config
     std::string fp8WeightsSource;
 
     /// Per layer: 0 = full attention, else the sliding-window size in tokens.

@@ -53,8 +53,8 @@ ParamCount countParams(const ModelSpec& m, std::int64_t kvHeads) {
         const std::int64_t qLora = m.qLoraRank.value;
         const std::int64_t q = qLora > 0 ? d * qLora + qLora + qLora * h * qk : d * h * qk;
         kvPerLayer = kvProjParamsPerLayer(m, 0);
-        attnPerLayer = q + kvPerLayer + m.kvLoraRank.value /* kv_a_layernorm */ +
-                       h * m.vHeadDim.value * d;
+        attnPerLayer =
+            q + kvPerLayer + m.kvLoraRank.value /* kv_a_layernorm */ + h * m.vHeadDim.value * d;
     } else {
         const std::int64_t hkv = kvHeads > 0 ? kvHeads : m.kvHeads.value;
         const std::int64_t dk = m.keyDim(), dv = m.valueDim();

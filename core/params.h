@@ -10,12 +10,12 @@
 namespace kvscope {
 
 struct ParamCount {
-    std::int64_t embedding = 0;  ///< vocab × d
-    std::int64_t lmHead = 0;     ///< 0 when tied
-    std::int64_t attention = 0;  ///< all layers: Q, K, V (or MLA's projections), O, biases
+    std::int64_t embedding = 0;    ///< vocab × d
+    std::int64_t lmHead = 0;       ///< 0 when tied
+    std::int64_t attention = 0;    ///< all layers: Q, K, V (or MLA's projections), O, biases
     std::int64_t kvProjection = 0; ///< all layers: the K and V projections alone (GQA family)
-    std::int64_t mlp = 0;        ///< all layers: dense MLPs + experts + shared experts
-    std::int64_t router = 0;     ///< MoE gates
+    std::int64_t mlp = 0;          ///< all layers: dense MLPs + experts + shared experts
+    std::int64_t router = 0;       ///< MoE gates
     std::int64_t norms = 0;
     std::int64_t total() const { return embedding + lmHead + attention + mlp + router + norms; }
     /// Parameters held in 16-bit even in an fp8 checkpoint (embeddings, lm_head, norms, router).

@@ -1,11 +1,10 @@
 // kvscope-cli's contract: the chapter's headline numbers, the --json keys, and exit status 2
 // with exactly one "error:" line for every kind of bad input.
-#include <QtTest/QtTest>
-
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
 #include <QTemporaryDir>
+#include <QtTest/QtTest>
 
 namespace {
 
@@ -31,7 +30,9 @@ Run cli(const QStringList& args) {
     return r;
 }
 
-QStringList words(const char* s) { return QString::fromLatin1(s).split(QLatin1Char(' '), Qt::SkipEmptyParts); }
+QStringList words(const char* s) {
+    return QString::fromLatin1(s).split(QLatin1Char(' '), Qt::SkipEmptyParts);
+}
 
 } // namespace
 
@@ -142,25 +143,42 @@ void TestCli::listings() {
 void TestCli::badInput_data() {
     QTest::addColumn<QString>("args");
     QTest::addColumn<QString>("errorContains");
-    QTest::newRow("unknown command") << "frobnicate" << "unknown command";
-    QTest::newRow("unknown flag") << "size --model llama-3-70b --tpp 8" << "--tpp: unknown option";
-    QTest::newRow("missing value") << "size --model" << "--model: needs a value";
-    QTest::newRow("tp not a number") << "size --tp eight" << "--tp: must be an integer";
-    QTest::newRow("tp zero") << "size --tp 0" << "tp: must be a positive integer";
+    QTest::newRow("unknown command") << "frobnicate"
+                                     << "unknown command";
+    QTest::newRow("unknown flag") << "size --model llama-3-70b --tpp 8"
+                                  << "--tpp: unknown option";
+    QTest::newRow("missing value") << "size --model"
+                                   << "--model: needs a value";
+    QTest::newRow("tp not a number") << "size --tp eight"
+                                     << "--tp: must be an integer";
+    QTest::newRow("tp zero") << "size --tp 0"
+                             << "tp: must be a positive integer";
     QTest::newRow("tp does not divide") << "size --tp 3"
                                         << "must be divisible by tensor parallel size (3)";
-    QTest::newRow("h-kv not a divisor") << "size --h-kv 5" << "h_kv: must divide";
-    QTest::newRow("dcp gqa") << "size --tp 8 --dcp 2" << "Decode context parallelism";
-    QTest::newRow("bad dtype") << "size --kv-dtype int3" << "kv-dtype: must be one of";
-    QTest::newRow("util above one") << "size --gpu-mem-util 1.2" << "gpu-mem-util: must be in (0, 1]";
-    QTest::newRow("util nan") << "size --gpu-mem-util nan" << "--gpu-mem-util: must be a number";
-    QTest::newRow("context negative") << "size --context -5" << "context: must be a positive";
-    QTest::newRow("context absurd") << "size --context 99999999999999" << "context: must be at most";
-    QTest::newRow("unknown model") << "size --model gpt-17" << "no preset or file named 'gpt-17'";
-    QTest::newRow("unknown gpu") << "size --gpu tpu-v9" << "no preset or file named 'tpu-v9'";
-    QTest::newRow("pool model") << "size --pool-model magic" << "pool-model: must be vllm or datasheet";
-    QTest::newRow("latent on gqa") << "size --h-kv latent" << "needs an MLA model";
-    QTest::newRow("block size") << "size --block-size 7" << "block-size: must be one of";
+    QTest::newRow("h-kv not a divisor") << "size --h-kv 5"
+                                        << "h_kv: must divide";
+    QTest::newRow("dcp gqa") << "size --tp 8 --dcp 2"
+                             << "Decode context parallelism";
+    QTest::newRow("bad dtype") << "size --kv-dtype int3"
+                               << "kv-dtype: must be one of";
+    QTest::newRow("util above one") << "size --gpu-mem-util 1.2"
+                                    << "gpu-mem-util: must be in (0, 1]";
+    QTest::newRow("util nan") << "size --gpu-mem-util nan"
+                              << "--gpu-mem-util: must be a number";
+    QTest::newRow("context negative") << "size --context -5"
+                                      << "context: must be a positive";
+    QTest::newRow("context absurd") << "size --context 99999999999999"
+                                    << "context: must be at most";
+    QTest::newRow("unknown model") << "size --model gpt-17"
+                                   << "no preset or file named 'gpt-17'";
+    QTest::newRow("unknown gpu") << "size --gpu tpu-v9"
+                                 << "no preset or file named 'tpu-v9'";
+    QTest::newRow("pool model") << "size --pool-model magic"
+                                << "pool-model: must be vllm or datasheet";
+    QTest::newRow("latent on gqa") << "size --h-kv latent"
+                                   << "needs an MLA model";
+    QTest::newRow("block size") << "size --block-size 7"
+                                << "block-size: must be one of";
 }
 
 void TestCli::badInput() {
@@ -179,10 +197,17 @@ void TestCli::badInput() {
 void TestCli::badFiles_data() {
     QTest::addColumn<QByteArray>("content");
     QTest::addColumn<QString>("errorContains");
-    QTest::newRow("binary garbage") << QByteArray("\x7f" "ELF\x02\x01\x01\0\0\0", 10) << "malformed JSON";
-    QTest::newRow("truncated") << QByteArray(R"({"num_hidden_layers": 80, "num_attention_he)") << "malformed JSON";
-    QTest::newRow("missing fields") << QByteArray(R"({"hidden_size": 8192})") << "num_hidden_layers: missing";
-    QTest::newRow("zero heads") << QByteArray(R"({"num_hidden_layers": 80, "num_attention_heads": 0, "hidden_size": 8192})") << "num_attention_heads: must be a positive integer";
+    QTest::newRow("binary garbage") << QByteArray("\x7f"
+                                                  "ELF\x02\x01\x01\0\0\0",
+                                                  10)
+                                    << "malformed JSON";
+    QTest::newRow("truncated") << QByteArray(R"({"num_hidden_layers": 80, "num_attention_he)")
+                               << "malformed JSON";
+    QTest::newRow("missing fields")
+        << QByteArray(R"({"hidden_size": 8192})") << "num_hidden_layers: missing";
+    QTest::newRow("zero heads")
+        << QByteArray(R"({"num_hidden_layers": 80, "num_attention_heads": 0, "hidden_size": 8192})")
+        << "num_attention_heads: must be a positive integer";
     QTest::newRow("deep nesting") << QByteArray(200000, '{') << "nested deeper";
 }
 

@@ -4,7 +4,6 @@
 #include "core/presets.h"
 
 #include <QtTest/QtTest>
-
 #include <cmath>
 
 using namespace kvscope;
@@ -115,8 +114,8 @@ void TestLaw::cellBytes() {
     QFETCH(qint64, requestBytes8k);
     QFETCH(int, kvPerRank);
     const auto m = model(modelId.toUtf8().constData());
-    const auto r = eval(m, gpu("h100-sxm"), dep(tp, hkv ? std::optional<std::int64_t>(hkv)
-                                                        : std::nullopt));
+    const auto r =
+        eval(m, gpu("h100-sxm"), dep(tp, hkv ? std::optional<std::int64_t>(hkv) : std::nullopt));
     QCOMPARE(r.cellBytesPerToken, cell);
     QCOMPARE(r.cellBytesPerTokenPerRank, cellPerRank);
     QCOMPARE(r.requestBytes, requestBytes8k);
@@ -324,9 +323,8 @@ void TestLaw::vllmPoolBreakdown() {
     QVERIFY(p.activationPeakBytes > 0);
     QVERIFY(p.ncclBytes > 0);
     QVERIFY(p.customAllReduceBytes > 0);
-    QCOMPARE(p.poolBytes, p.budgetBytes - p.weightBytes - p.activationPeakBytes -
-                              p.cudaGraphBytes - p.ncclBytes - p.customAllReduceBytes -
-                              p.cudaContextBytes);
+    QCOMPARE(p.poolBytes, p.budgetBytes - p.weightBytes - p.activationPeakBytes - p.cudaGraphBytes -
+                              p.ncclBytes - p.customAllReduceBytes - p.cudaContextBytes);
     // TP=1: no collective buffers.
     const auto single = eval(model("llama-3-8b"), gpu("h100-sxm"), dep(1));
     QCOMPARE(single.pool.ncclBytes, 0LL);
@@ -416,7 +414,7 @@ void TestLaw::sweepCoversEveryVariant() {
     const auto m = model("llama-3-70b");
     const auto rows = sweep(m, gpu("h100-sxm"), Deployment{}, 64);
     const auto kvs = validKvHeadCounts(m);
-    QCOMPARE(kvs.size(), std::size_t(7)); // 64, 32, 16, 8, 4, 2, 1
+    QCOMPARE(kvs.size(), std::size_t(7));  // 64, 32, 16, 8, 4, 2, 1
     QCOMPARE(rows.size(), kvs.size() * 7); // TP 1, 2, 4, 8, 16, 32, 64
     int refused = 0;
     for (const auto& row : rows)
@@ -456,41 +454,102 @@ void TestLaw::validationRules_data() {
     QTest::addColumn<QString>("setting");
     QTest::addColumn<QString>("field");
     QTest::addColumn<QString>("ruleContains");
-    QTest::newRow("tp zero") << "llama-3-70b" << "tp=0" << "tp" << "positive integer";
-    QTest::newRow("tp negative") << "llama-3-70b" << "tp=-8" << "tp" << "positive integer";
-    QTest::newRow("tp absurd") << "llama-3-70b" << "tp=100000" << "tp" << "at most";
-    QTest::newRow("h % tp") << "llama-3-70b" << "tp=3" << "tp"
+    QTest::newRow("tp zero") << "llama-3-70b"
+                             << "tp=0"
+                             << "tp"
+                             << "positive integer";
+    QTest::newRow("tp negative") << "llama-3-70b"
+                                 << "tp=-8"
+                                 << "tp"
+                                 << "positive integer";
+    QTest::newRow("tp absurd") << "llama-3-70b"
+                               << "tp=100000"
+                               << "tp"
+                               << "at most";
+    QTest::newRow("h % tp") << "llama-3-70b"
+                            << "tp=3"
+                            << "tp"
                             << "must be divisible by tensor parallel size (3)";
     // Twelve query heads: the two KV-head regimes can fail while h % TP holds.
-    QTest::newRow("kv >= tp must be divisible by tp") << "h12-kv6" << "tp=4" << "tp"
+    QTest::newRow("kv >= tp must be divisible by tp") << "h12-kv6"
+                                                      << "tp=4"
+                                                      << "tp"
                                                       << "when it is at least the TP size";
-    QTest::newRow("kv < tp must divide tp") << "h12-kv4" << "tp=6" << "tp"
+    QTest::newRow("kv < tp must divide tp") << "h12-kv4"
+                                            << "tp=6"
+                                            << "tp"
                                             << "must be a multiple of the number of KV heads";
-    QTest::newRow("valid: chatglm3 tp4 replicates") << "chatglm3-6b" << "tp=4" << ""
+    QTest::newRow("valid: chatglm3 tp4 replicates") << "chatglm3-6b"
+                                                    << "tp=4"
+                                                    << ""
                                                     << "";
-    QTest::newRow("valid: llama3-8b tp16 dcp2") << "llama-3-8b" << "tp=16,dcp=2" << "" << "";
-    QTest::newRow("h_kv zero") << "llama-3-70b" << "hkv=0" << "h_kv" << "positive integer";
-    QTest::newRow("h_kv not a divisor") << "llama-3-70b" << "hkv=5" << "h_kv"
+    QTest::newRow("valid: llama3-8b tp16 dcp2") << "llama-3-8b"
+                                                << "tp=16,dcp=2"
+                                                << ""
+                                                << "";
+    QTest::newRow("h_kv zero") << "llama-3-70b"
+                               << "hkv=0"
+                               << "h_kv"
+                               << "positive integer";
+    QTest::newRow("h_kv not a divisor") << "llama-3-70b"
+                                        << "hkv=5"
+                                        << "h_kv"
                                         << "must divide num_attention_heads (64)";
-    QTest::newRow("dcp zero") << "llama-3-70b" << "dcp=0" << "dcp" << "positive integer";
-    QTest::newRow("dcp needs tp > h_kv") << "llama-3-70b" << "tp=8,dcp=2" << "dcp"
+    QTest::newRow("dcp zero") << "llama-3-70b"
+                              << "dcp=0"
+                              << "dcp"
+                              << "positive integer";
+    QTest::newRow("dcp needs tp > h_kv") << "llama-3-70b"
+                                         << "tp=8,dcp=2"
+                                         << "dcp"
                                          << "greater than the model's total number of KV heads";
-    QTest::newRow("dcp must divide tp") << "llama-3-8b" << "tp=16,dcp=3" << "dcp"
+    QTest::newRow("dcp must divide tp") << "llama-3-8b"
+                                        << "tp=16,dcp=3"
+                                        << "dcp"
                                         << "divisible by decode context parallel size";
-    QTest::newRow("fp8_ds_mla needs mla") << "llama-3-70b" << "kv=fp8_ds_mla" << "kv-dtype"
+    QTest::newRow("fp8_ds_mla needs mla") << "llama-3-70b"
+                                          << "kv=fp8_ds_mla"
+                                          << "kv-dtype"
                                           << "MLA";
-    QTest::newRow("context zero") << "llama-3-70b" << "context=0" << "context" << "positive";
-    QTest::newRow("context absurd") << "llama-3-70b" << "context=99999999999" << "context"
+    QTest::newRow("context zero") << "llama-3-70b"
+                                  << "context=0"
+                                  << "context"
+                                  << "positive";
+    QTest::newRow("context absurd") << "llama-3-70b"
+                                    << "context=99999999999"
+                                    << "context"
                                     << "at most";
-    QTest::newRow("batch zero") << "llama-3-70b" << "batch=0" << "batch" << "positive";
-    QTest::newRow("batch absurd") << "llama-3-70b" << "batch=99999999" << "batch" << "at most";
-    QTest::newRow("util zero") << "llama-3-70b" << "util=0" << "gpu-mem-util" << "(0, 1]";
-    QTest::newRow("util above one") << "llama-3-70b" << "util=1.5" << "gpu-mem-util" << "(0, 1]";
-    QTest::newRow("block size") << "llama-3-70b" << "block=24" << "block-size" << "one of";
-    QTest::newRow("max batched tokens") << "llama-3-70b" << "mnbt=0" << "max-num-batched-tokens"
+    QTest::newRow("batch zero") << "llama-3-70b"
+                                << "batch=0"
+                                << "batch"
+                                << "positive";
+    QTest::newRow("batch absurd") << "llama-3-70b"
+                                  << "batch=99999999"
+                                  << "batch"
+                                  << "at most";
+    QTest::newRow("util zero") << "llama-3-70b"
+                               << "util=0"
+                               << "gpu-mem-util"
+                               << "(0, 1]";
+    QTest::newRow("util above one") << "llama-3-70b"
+                                    << "util=1.5"
+                                    << "gpu-mem-util"
+                                    << "(0, 1]";
+    QTest::newRow("block size") << "llama-3-70b"
+                                << "block=24"
+                                << "block-size"
+                                << "one of";
+    QTest::newRow("max batched tokens") << "llama-3-70b"
+                                        << "mnbt=0"
+                                        << "max-num-batched-tokens"
                                         << "positive";
-    QTest::newRow("pool gib negative") << "llama-3-70b" << "pool=-1" << "pool-gib" << "positive";
-    QTest::newRow("gpu bandwidth zero") << "llama-3-70b" << "gpubw=0" << "gpu.bandwidth_tb_s"
+    QTest::newRow("pool gib negative") << "llama-3-70b"
+                                       << "pool=-1"
+                                       << "pool-gib"
+                                       << "positive";
+    QTest::newRow("gpu bandwidth zero") << "llama-3-70b"
+                                        << "gpubw=0"
+                                        << "gpu.bandwidth_tb_s"
                                         << "positive";
 }
 

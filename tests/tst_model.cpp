@@ -6,7 +6,6 @@
 #include "core/presets.h"
 
 #include <QtTest/QtTest>
-
 #include <cmath>
 
 using namespace kvscope;
@@ -16,7 +15,6 @@ namespace {
 QString fixture(const char* file) {
     return QStringLiteral(KVSCOPE_FIXTURES_DIR "/") + QString::fromLatin1(file);
 }
-
 
 } // namespace
 
@@ -53,29 +51,35 @@ void TestModel::fixtures_data() {
     QTest::addColumn<qint64>("headDim");
     QTest::addColumn<QString>("kvSource");
     QTest::newRow("qwen3-32b declared head_dim")
-        << "Qwen__Qwen3-32B.json" << "GQA" << 64LL << 64LL << 8LL << 128LL << "num_key_value_heads";
+        << "Qwen__Qwen3-32B.json"
+        << "GQA" << 64LL << 64LL << 8LL << 128LL << "num_key_value_heads";
     QTest::newRow("chatglm3-6b multi_query_group_num")
-        << "THUDM__chatglm3-6b.json" << "GQA" << 28LL << 32LL << 2LL << 128LL
-        << "multi_query_group_num";
-    QTest::newRow("santacoder multi_query") << "bigcode__gpt_bigcode-santacoder.json" << "MQA"
-                                            << 24LL << 16LL << 1LL << 128LL << "multi_query: true";
-    QTest::newRow("deepseek-v3 mla") << "deepseek-ai__DeepSeek-V3.json" << "MLA" << 61LL << 128LL
-                                     << 1LL << 192LL << "kv_lora_rank present";
-    QTest::newRow("gemma-2-9b") << "google__gemma-2-9b.json" << "GQA" << 42LL << 16LL << 8LL
-                                << 256LL << "num_key_value_heads";
-    QTest::newRow("llama-2-7b mha") << "meta-llama__Llama-2-7b-hf.json" << "MHA" << 32LL << 32LL
-                                    << 32LL << 128LL << "num_key_value_heads";
-    QTest::newRow("llama-3-8b") << "meta-llama__Meta-Llama-3-8B.json" << "GQA" << 32LL << 32LL
-                                << 8LL << 128LL << "num_key_value_heads";
-    QTest::newRow("llama-3.1-70b") << "meta-llama__Meta-Llama-3.1-70B.json" << "GQA" << 80LL
-                                   << 64LL << 8LL << 128LL << "num_key_value_heads";
-    QTest::newRow("mixtral-8x7b") << "mistralai__Mixtral-8x7B-v0.1.json" << "GQA" << 32LL << 32LL
-                                  << 8LL << 128LL << "num_key_value_heads";
-    QTest::newRow("falcon-7b multi_query") << "tiiuae__falcon-7b.json" << "MQA" << 32LL << 71LL
-                                           << 1LL << 64LL << "multi_query: true";
+        << "THUDM__chatglm3-6b.json"
+        << "GQA" << 28LL << 32LL << 2LL << 128LL << "multi_query_group_num";
+    QTest::newRow("santacoder multi_query")
+        << "bigcode__gpt_bigcode-santacoder.json"
+        << "MQA" << 24LL << 16LL << 1LL << 128LL << "multi_query: true";
+    QTest::newRow("deepseek-v3 mla")
+        << "deepseek-ai__DeepSeek-V3.json"
+        << "MLA" << 61LL << 128LL << 1LL << 192LL << "kv_lora_rank present";
+    QTest::newRow("gemma-2-9b") << "google__gemma-2-9b.json"
+                                << "GQA" << 42LL << 16LL << 8LL << 256LL << "num_key_value_heads";
+    QTest::newRow("llama-2-7b mha")
+        << "meta-llama__Llama-2-7b-hf.json"
+        << "MHA" << 32LL << 32LL << 32LL << 128LL << "num_key_value_heads";
+    QTest::newRow("llama-3-8b") << "meta-llama__Meta-Llama-3-8B.json"
+                                << "GQA" << 32LL << 32LL << 8LL << 128LL << "num_key_value_heads";
+    QTest::newRow("llama-3.1-70b")
+        << "meta-llama__Meta-Llama-3.1-70B.json"
+        << "GQA" << 80LL << 64LL << 8LL << 128LL << "num_key_value_heads";
+    QTest::newRow("mixtral-8x7b") << "mistralai__Mixtral-8x7B-v0.1.json"
+                                  << "GQA" << 32LL << 32LL << 8LL << 128LL << "num_key_value_heads";
+    QTest::newRow("falcon-7b multi_query")
+        << "tiiuae__falcon-7b.json"
+        << "MQA" << 32LL << 71LL << 1LL << 64LL << "multi_query: true";
     QTest::newRow("redpajama gpt-neox mha fallback")
-        << "togethercomputer__RedPajama-INCITE-3B-v1.json" << "MHA" << 32LL << 32LL << 32LL
-        << 80LL << "fallback: num_attention_heads";
+        << "togethercomputer__RedPajama-INCITE-3B-v1.json"
+        << "MHA" << 32LL << 32LL << 32LL << 80LL << "fallback: num_attention_heads";
 }
 
 void TestModel::fixtures() {
@@ -136,7 +140,8 @@ void TestModel::presetsResolve() {
         QVERIFY2(m.ok(), id);
     }
     // Published totals for the presets without a fixture.
-    const double l405 = static_cast<double>(countParams(loadModel("llama-3.1-405b").value()).total());
+    const double l405 =
+        static_cast<double>(countParams(loadModel("llama-3.1-405b").value()).total());
     QVERIFY(std::fabs(l405 - 405.85e9) / 405.85e9 < 0.02);
     const auto lite = loadModel("deepseek-v2-lite").value();
     QVERIFY(lite.mla);
@@ -144,8 +149,8 @@ void TestModel::presetsResolve() {
     const double liteParams = static_cast<double>(countParams(lite).total());
     QVERIFY(std::fabs(liteParams - 15.7e9) / 15.7e9 < 0.02);
     const auto gpus = gpuPresets();
-    for (const char* id : {"a100-80gb", "h100-sxm", "h100-pcie", "h200", "b200", "l40s",
-                           "rtx-4090", "mi300x"})
+    for (const char* id :
+         {"a100-80gb", "h100-sxm", "h100-pcie", "h200", "b200", "l40s", "rtx-4090", "mi300x"})
         QVERIFY2(loadGpu(id).ok(), id);
     QCOMPARE(gpus.size(), std::size_t(8));
     QCOMPARE(std::round(loadGpu("h100-sxm").value().ridgeBf16()), 295.0);
@@ -232,11 +237,11 @@ void TestModel::windowPatterns_data() {
     QTest::addColumn<qint64>("firstLayerWindow");
     const QString base = QStringLiteral(
         R"({"num_hidden_layers": 12, "num_attention_heads": 8, "hidden_size": 512, %1})");
-    QTest::newRow("mistral all layers") << base.arg(QStringLiteral(R"("sliding_window": 4096)"))
-                                        << 12LL << 4096LL;
+    QTest::newRow("mistral all layers")
+        << base.arg(QStringLiteral(R"("sliding_window": 4096)")) << 12LL << 4096LL;
     QTest::newRow("qwen use_sliding_window false")
-        << base.arg(QStringLiteral(R"("sliding_window": 4096, "use_sliding_window": false)"))
-        << 0LL << 0LL;
+        << base.arg(QStringLiteral(R"("sliding_window": 4096, "use_sliding_window": false)")) << 0LL
+        << 0LL;
     QTest::newRow("gemma3 pattern 6")
         << base.arg(QStringLiteral(R"("sliding_window": 1024, "sliding_window_pattern": 6)"))
         << 10LL << 1024LL;
@@ -278,62 +283,88 @@ void TestModel::malformed_data() {
     QTest::addColumn<QByteArray>("json");
     QTest::addColumn<QString>("field");
     QTest::addColumn<QString>("ruleContains");
-    QTest::newRow("empty") << QByteArray("") << "config.json" << "malformed JSON";
+    QTest::newRow("empty") << QByteArray("") << "config.json"
+                           << "malformed JSON";
     QTest::newRow("truncated") << QByteArray(R"({"num_hidden_layers": 80, "num_attention_he)")
-                               << "config.json" << "malformed JSON";
-    QTest::newRow("array") << QByteArray("[1, 2, 3]") << "config.json" << "JSON object";
+                               << "config.json"
+                               << "malformed JSON";
+    QTest::newRow("array") << QByteArray("[1, 2, 3]") << "config.json"
+                           << "JSON object";
     QTest::newRow("missing layers")
         << QByteArray(R"({"num_attention_heads": 8, "hidden_size": 512})") << "num_hidden_layers"
         << "missing (also looked for n_layer, num_layers, n_layers)";
-    QTest::newRow("missing heads") << QByteArray(R"({"num_hidden_layers": 2, "hidden_size": 512})")
-                                   << "num_attention_heads" << "missing";
+    QTest::newRow("missing heads")
+        << QByteArray(R"({"num_hidden_layers": 2, "hidden_size": 512})") << "num_attention_heads"
+        << "missing";
     QTest::newRow("zero heads")
         << QByteArray(R"({"num_hidden_layers": 2, "num_attention_heads": 0, "hidden_size": 512})")
-        << "num_attention_heads" << "positive integer, got 0";
+        << "num_attention_heads"
+        << "positive integer, got 0";
     QTest::newRow("negative layers")
         << QByteArray(R"({"num_hidden_layers": -80, "num_attention_heads": 8, "hidden_size": 512})")
-        << "num_hidden_layers" << "positive integer, got -80";
+        << "num_hidden_layers"
+        << "positive integer, got -80";
     QTest::newRow("string heads")
-        << QByteArray(R"({"num_hidden_layers": 2, "num_attention_heads": "64", "hidden_size": 512})")
-        << "num_attention_heads" << "must be an integer, got a string";
+        << QByteArray(
+               R"({"num_hidden_layers": 2, "num_attention_heads": "64", "hidden_size": 512})")
+        << "num_attention_heads"
+        << "must be an integer, got a string";
     QTest::newRow("fractional hidden")
         << QByteArray(R"({"num_hidden_layers": 2, "num_attention_heads": 8, "hidden_size": 511.5})")
-        << "hidden_size" << "must be an integer";
+        << "hidden_size"
+        << "must be an integer";
     QTest::newRow("absurd layers")
-        << QByteArray(R"({"num_hidden_layers": 1e12, "num_attention_heads": 8, "hidden_size": 512})")
-        << "num_hidden_layers" << "at most";
+        << QByteArray(
+               R"({"num_hidden_layers": 1e12, "num_attention_heads": 8, "hidden_size": 512})")
+        << "num_hidden_layers"
+        << "at most";
     QTest::newRow("huge unsigned")
-        << QByteArray(R"({"num_hidden_layers": 18446744073709551615, "num_attention_heads": 8, "hidden_size": 512})")
-        << "num_hidden_layers" << "at most";
+        << QByteArray(
+               R"({"num_hidden_layers": 18446744073709551615, "num_attention_heads": 8, "hidden_size": 512})")
+        << "num_hidden_layers"
+        << "at most";
     QTest::newRow("kv heads do not divide")
-        << QByteArray(R"({"num_hidden_layers": 2, "num_attention_heads": 64, "num_key_value_heads": 7, "hidden_size": 8192})")
-        << "num_key_value_heads" << "must divide num_attention_heads (64), got 7";
+        << QByteArray(
+               R"({"num_hidden_layers": 2, "num_attention_heads": 64, "num_key_value_heads": 7, "hidden_size": 8192})")
+        << "num_key_value_heads"
+        << "must divide num_attention_heads (64), got 7";
     QTest::newRow("head dim undefinable")
         << QByteArray(R"({"num_hidden_layers": 2, "num_attention_heads": 3, "hidden_size": 100})")
-        << "head_dim" << "not divisible";
+        << "head_dim"
+        << "not divisible";
     QTest::newRow("layer_types length")
-        << QByteArray(R"({"num_hidden_layers": 3, "num_attention_heads": 8, "hidden_size": 512, "sliding_window": 8, "layer_types": ["full_attention"]})")
-        << "layer_types" << "one entry per layer (3)";
+        << QByteArray(
+               R"({"num_hidden_layers": 3, "num_attention_heads": 8, "hidden_size": 512, "sliding_window": 8, "layer_types": ["full_attention"]})")
+        << "layer_types"
+        << "one entry per layer (3)";
     QTest::newRow("multi_query not bool")
         << QByteArray(R"({"n_layer": 2, "n_head": 8, "n_embd": 512, "multi_query": "yes"})")
-        << "multi_query" << "true or false";
+        << "multi_query"
+        << "true or false";
     QTest::newRow("mla missing rope")
-        << QByteArray(R"({"num_hidden_layers": 2, "num_attention_heads": 8, "hidden_size": 512, "kv_lora_rank": 64, "qk_nope_head_dim": 32, "v_head_dim": 32})")
-        << "qk_rope_head_dim" << "missing";
+        << QByteArray(
+               R"({"num_hidden_layers": 2, "num_attention_heads": 8, "hidden_size": 512, "kv_lora_rank": 64, "qk_nope_head_dim": 32, "v_head_dim": 32})")
+        << "qk_rope_head_dim"
+        << "missing";
     QTest::newRow("absurd total")
-        << QByteArray(R"({"num_hidden_layers": 10000, "num_attention_heads": 65536, "hidden_size": 1048576, "intermediate_size": 16000000, "num_local_experts": 1000000})")
-        << "hidden_size" << "absurd";
-    QTest::newRow("deep nesting") << QByteArray(100000, '[') << "config.json" << "nested deeper";
+        << QByteArray(
+               R"({"num_hidden_layers": 10000, "num_attention_heads": 65536, "hidden_size": 1048576, "intermediate_size": 16000000, "num_local_experts": 1000000})")
+        << "hidden_size"
+        << "absurd";
+    QTest::newRow("deep nesting") << QByteArray(100000, '[') << "config.json"
+                                  << "nested deeper";
     QTest::newRow("nan literal")
         << QByteArray(R"({"num_hidden_layers": NaN, "num_attention_heads": 8, "hidden_size": 512})")
-        << "config.json" << "malformed JSON";
+        << "config.json"
+        << "malformed JSON";
 }
 
 void TestModel::malformed() {
     QFETCH(QByteArray, json);
     QFETCH(QString, field);
     QFETCH(QString, ruleContains);
-    auto m = parseModelConfig(std::string_view(json.constData(), static_cast<std::size_t>(json.size())), "bad");
+    auto m = parseModelConfig(
+        std::string_view(json.constData(), static_cast<std::size_t>(json.size())), "bad");
     QVERIFY(!m.ok());
     QCOMPARE(QString::fromStdString(m.error().field), field);
     QVERIFY2(QString::fromStdString(m.error().rule).contains(ruleContains),
@@ -350,7 +381,8 @@ void TestModel::hostileBytes() {
             b = static_cast<char>(rng.bounded(256));
         if (i % 2)
             bytes.prepend("{\"num_hidden_layers\": ");
-        auto m = parseModelConfig(std::string_view(bytes.constData(), static_cast<std::size_t>(bytes.size())), "rand");
+        auto m = parseModelConfig(
+            std::string_view(bytes.constData(), static_cast<std::size_t>(bytes.size())), "rand");
         QVERIFY(!m.ok());
     }
     const std::string big(17 * 1024 * 1024, ' ');

@@ -1,7 +1,6 @@
 // kvscope-cli models / gpus: the bundled presets.
 #include "args.h"
 #include "command.h"
-
 #include "core/presets.h"
 
 #include <iostream>
@@ -22,8 +21,12 @@ int list(const kvscope::cli::Args& args, const std::vector<kvscope::PresetInfo>&
     return 0;
 }
 
-int runModels(const kvscope::cli::Args& args) { return list(args, kvscope::modelPresets()); }
-int runGpus(const kvscope::cli::Args& args) { return list(args, kvscope::gpuPresets()); }
+int runModels(const kvscope::cli::Args& args) {
+    return list(args, kvscope::modelPresets());
+}
+int runGpus(const kvscope::cli::Args& args) {
+    return list(args, kvscope::gpuPresets());
+}
 
 } // namespace
 

@@ -1,9 +1,8 @@
 // kvscope-cli size: one deployment, every number, with provenance.
 #include "args.h"
 #include "command.h"
-#include "size_flags.h"
-
 #include "core/format.h"
+#include "size_flags.h"
 
 #include <iostream>
 

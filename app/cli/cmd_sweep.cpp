@@ -1,9 +1,8 @@
 // kvscope-cli sweep: the size numbers over TP ∈ {1, 2, 4, …} and every valid h_kv.
 #include "args.h"
 #include "command.h"
-#include "size_flags.h"
-
 #include "core/format.h"
+#include "size_flags.h"
 
 #include <iomanip>
 #include <iostream>
@@ -71,8 +70,8 @@ int runSweep(const kvscope::cli::Args& args) {
               << kvscope::toString(in->deployment.poolModel) << "\n\n";
     std::cout << std::left << std::setw(5) << "TP" << std::setw(12) << "variant" << std::setw(8)
               << "KV/rank" << std::setw(12) << "cell/rank" << std::setw(11) << "pool/rank"
-              << std::setw(14) << "tokens" << std::setw(9) << "concur." << std::setw(10)
-              << "FLOP/B" << "% peak\n";
+              << std::setw(14) << "tokens" << std::setw(9) << "concur." << std::setw(10) << "FLOP/B"
+              << "% peak\n";
     for (const auto& row : rows) {
         std::cout << std::left << std::setw(5) << row.tp << std::setw(12) << row.variant;
         if (!row.report.ok()) {
@@ -82,10 +81,12 @@ int runSweep(const kvscope::cli::Args& args) {
         const auto& r = row.report.value();
         std::cout << std::setw(8)
                   << (std::to_string(r.kvHeadsPerRank) + (r.kvReplicated ? "*" : ""))
-                  << std::setw(12) << kvscope::humanBytes(static_cast<double>(r.cellBytesPerTokenPerRank))
+                  << std::setw(12)
+                  << kvscope::humanBytes(static_cast<double>(r.cellBytesPerTokenPerRank))
                   << std::setw(11)
-                  << (r.pool.poolBytes > 0 ? kvscope::humanBytes(static_cast<double>(r.pool.poolBytes))
-                                           : std::string("none"))
+                  << (r.pool.poolBytes > 0
+                          ? kvscope::humanBytes(static_cast<double>(r.pool.poolBytes))
+                          : std::string("none"))
                   << std::setw(14) << kvscope::withCommas(r.tokensCapacity) << std::setw(9)
                   << r.maxConcurrency << std::setw(10) << kvscope::fixed(r.intensityFlopPerByte, 1)
                   << kvscope::fixed(100 * r.attainableFractionOfPeak, 1) << '\n';

@@ -32,5 +32,6 @@ struct Registrar {
 #define KVSCOPE_CLI_CONCAT(a, b) KVSCOPE_CLI_CONCAT2(a, b)
 /// Usage: KVSCOPE_CLI_COMMAND({"size", "size --model M ...", "Size a deployment", &runSize});
 #define KVSCOPE_CLI_COMMAND(...)                                                                   \
-    static const ::kvscope::cli::Registrar KVSCOPE_CLI_CONCAT(kvscopeCliRegistrar_, __LINE__){     \
-        ::kvscope::cli::Command __VA_ARGS__}
+    static const ::kvscope::cli::Registrar KVSCOPE_CLI_CONCAT(kvscopeCliRegistrar_, __LINE__) {    \
+        ::kvscope::cli::Command __VA_ARGS__                                                        \
+    }

@@ -1,16 +1,25 @@
 #include "size_flags.h"
 
 #include "args.h"
-
 #include "core/presets.h"
 
 namespace kvscope::cli {
 
 const std::set<std::string>& sizeValueFlags() {
-    static const std::set<std::string> flags = {
-        "--model",   "--tp",           "--dcp",        "--h-kv",      "--kv-dtype",
-        "--weight-dtype", "--context", "--batch",      "--gpu",       "--gpu-mem-util",
-        "--pool-model",   "--pool-gib", "--max-num-batched-tokens", "--block-size"};
+    static const std::set<std::string> flags = {"--model",
+                                                "--tp",
+                                                "--dcp",
+                                                "--h-kv",
+                                                "--kv-dtype",
+                                                "--weight-dtype",
+                                                "--context",
+                                                "--batch",
+                                                "--gpu",
+                                                "--gpu-mem-util",
+                                                "--pool-model",
+                                                "--pool-gib",
+                                                "--max-num-batched-tokens",
+                                                "--block-size"};
     return flags;
 }
 
