@@ -1,5 +1,6 @@
 // Compare: ratios B / A and their phrasing, side errors, and `kvscope-cli compare`.
 #include "core/compare.h"
+#include "core/export.h"
 #include "core/presets.h"
 
 #include <QJsonDocument>
@@ -129,6 +130,28 @@ private Q_SLOTS:
         auto d = compare(bad, scenario("llama-3-70b", 8));
         QVERIFY(!d.ok());
         QVERIFY2(d.error().field.rfind("a.", 0) == 0, d.error().message().c_str());
+    }
+
+    void exportFormats() {
+        const Scenario s = scenario("llama-3-70b", 8);
+        auto r = evaluate(s.model, s.gpu, s.deployment);
+        QVERIFY(r.ok());
+        const QString csv = QString::fromStdString(reportCsv(r.value()));
+        QVERIFY(csv.startsWith(QStringLiteral("key,label,value,unit\n")));
+        QVERIFY2(csv.contains(
+                     QStringLiteral("\nmax_concurrency,Concurrent requests at S,162,requests\n")),
+                 qPrintable(csv));
+        QVERIFY(csv.contains(QStringLiteral("\ncell_bytes_per_token_per_rank,")));
+        const QString md = QString::fromStdString(reportMarkdown(s.model, s.gpu, r.value()));
+        QVERIFY(md.contains(QStringLiteral("| Quantity | Value |")));
+        QVERIFY(md.contains(QStringLiteral("| Concurrent requests at S | 162 requests |")));
+        QVERIFY(QJsonDocument::fromJson(
+                    QByteArray::fromStdString(reportJson(s.model, s.gpu, r.value())))
+                    .isObject());
+        QCOMPARE(reportNumber(r.value(), "cell_bytes_per_token_per_rank").value_or(0), 40960.0);
+        QVERIFY(!reportNumber(r.value(), "no_such_number"));
+        QCOMPARE(QString::fromStdString(csvField("a,b")), QStringLiteral("\"a,b\""));
+        QCOMPARE(QString::fromStdString(markdownCell("a|b")), QStringLiteral("a\\|b"));
     }
 
     void cli_data() {
