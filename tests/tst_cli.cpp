@@ -1,33 +1,18 @@
 // kvscope-cli's contract: the chapter's headline numbers, the --json keys, and exit status 2
 // with exactly one "error:" line for every kind of bad input.
+#include "cli_runner.h"
+
 #include <QJsonDocument>
 #include <QJsonObject>
-#include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest/QtTest>
 
 namespace {
 
-struct Run {
-    int exitCode = -1;
-    QProcess::ExitStatus status = QProcess::CrashExit;
-    QByteArray out, err;
-};
+using Run = CliRun;
 
 Run cli(const QStringList& args) {
-    QProcess p;
-    p.start(QStringLiteral(KVSCOPE_CLI_PATH), args);
-    Run r;
-    if (!p.waitForFinished(60000)) {
-        p.kill();
-        p.waitForFinished();
-        return r;
-    }
-    r.exitCode = p.exitCode();
-    r.status = p.exitStatus();
-    r.out = p.readAllStandardOutput();
-    r.err = p.readAllStandardError();
-    return r;
+    return runCli(args, 60000);
 }
 
 QStringList words(const char* s) {
@@ -71,7 +56,7 @@ void TestCli::headline() {
     const Run r = cli(args.split(QLatin1Char(' ')));
     QCOMPARE(r.status, QProcess::NormalExit);
     QCOMPARE(r.exitCode, 0);
-    const auto j = QJsonDocument::fromJson(r.out).object();
+    const auto j = QJsonDocument::fromJson(r.out.toUtf8()).object();
     QCOMPARE(j.value(QStringLiteral("max_concurrency")).toInteger(), maxConcurrency);
     QCOMPARE(j.value(QStringLiteral("cell_bytes_per_token_per_rank")).toInteger(), cellPerRank);
 }
@@ -79,7 +64,7 @@ void TestCli::headline() {
 void TestCli::jsonKeys() {
     const Run r = cli(words("size --model deepseek-v3 --tp 16 --gpu h200 --json"));
     QCOMPARE(r.exitCode, 0);
-    const auto j = QJsonDocument::fromJson(r.out).object();
+    const auto j = QJsonDocument::fromJson(r.out.toUtf8()).object();
     for (const char* key :
          {"model", "tp", "dcp", "q_heads_per_rank", "kv_heads_per_rank", "kv_replicated",
           "cell_bytes_per_token", "cell_bytes_per_token_per_rank", "request_bytes_per_rank",
@@ -97,14 +82,14 @@ void TestCli::jsonKeys() {
     QCOMPARE(j.value(QStringLiteral("kv_replicated")).toBool(), true);
     QCOMPARE(qRound(j.value(QStringLiteral("intensity_flop_per_byte")).toDouble()), 15);
     // Bytes are integers, not rounded floats.
-    QVERIFY(r.out.contains("\"pool_bytes_per_rank\": ") &&
-            !r.out.contains("\"pool_bytes_per_rank\": 3.3e"));
+    QVERIFY(r.out.contains(QLatin1String("\"pool_bytes_per_rank\": ")) &&
+            !r.out.contains(QLatin1String("\"pool_bytes_per_rank\": 3.3e")));
 }
 
 void TestCli::readableReport() {
     const Run r = cli(words("size --model llama-3-70b --tp 8 --pool-model datasheet"));
     QCOMPARE(r.exitCode, 0);
-    const QString out = QString::fromUtf8(r.out);
+    const QString& out = r.out;
     QVERIFY(out.contains(QStringLiteral("320 KiB (327,680 B)")));
     QVERIFY(out.contains(QStringLiteral("40 KiB (40,960 B)")));
     QVERIFY(out.contains(QStringLiteral("50.6 GiB")));
@@ -112,14 +97,14 @@ void TestCli::readableReport() {
     QVERIFY(out.contains(QStringLiteral("GPU KV cache size: ")));
     QVERIFY(out.contains(QStringLiteral("Maximum concurrency for 8,192 tokens per request: 162.")));
     const Run v = cli(words("size --model llama-3-70b --tp 8"));
-    QVERIFY(QString::fromUtf8(v.out).contains(QStringLiteral("activation peak")));
-    QVERIFY(QString::fromUtf8(v.out).contains(QStringLiteral("NCCL")));
+    QVERIFY(v.out.contains(QStringLiteral("activation peak")));
+    QVERIFY(v.out.contains(QStringLiteral("NCCL")));
 }
 
 void TestCli::sweepCsv() {
     const Run r = cli(words("sweep --model llama-3-8b --csv"));
     QCOMPARE(r.exitCode, 0);
-    const auto lines = QString::fromUtf8(r.out).split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+    const auto lines = r.out.split(QLatin1Char('\n'), Qt::SkipEmptyParts);
     QVERIFY(lines.first().startsWith(QStringLiteral("tp,variant,kv_heads")));
     // TP 1..32 × 6 variants (32, 16, 8, 4, 2, 1 KV heads) + header.
     QCOMPARE(lines.size(), 6 * 6 + 1);
@@ -132,12 +117,12 @@ void TestCli::sweepCsv() {
 void TestCli::listings() {
     const Run m = cli({QStringLiteral("models")});
     QCOMPARE(m.exitCode, 0);
-    QVERIFY(m.out.startsWith("llama-3-70b"));
-    QVERIFY(m.out.contains("deepseek-v3"));
+    QVERIFY(m.out.startsWith(QLatin1String("llama-3-70b")));
+    QVERIFY(m.out.contains(QLatin1String("deepseek-v3")));
     const Run g = cli({QStringLiteral("gpus")});
     QCOMPARE(g.exitCode, 0);
-    QVERIFY(g.out.contains("h100-sxm"));
-    QVERIFY(g.out.contains("989.4 TFLOP/s"));
+    QVERIFY(g.out.contains(QLatin1String("h100-sxm")));
+    QVERIFY(g.out.contains(QLatin1String("989.4 TFLOP/s")));
 }
 
 void TestCli::badInput_data() {
@@ -185,13 +170,9 @@ void TestCli::badInput() {
     QFETCH(QString, args);
     QFETCH(QString, errorContains);
     const Run r = cli(args.split(QLatin1Char(' ')));
-    QCOMPARE(r.status, QProcess::NormalExit);
     QCOMPARE(r.exitCode, 2);
     QVERIFY(r.out.isEmpty());
-    const QString err = QString::fromUtf8(r.err);
-    QVERIFY2(err.startsWith(QStringLiteral("error: ")), qPrintable(err));
-    QCOMPARE(err.count(QLatin1Char('\n')), 1);
-    QVERIFY2(err.contains(errorContains), qPrintable(err));
+    KVSCOPE_VERIFY_ONE_LINE_ERROR(r, errorContains);
 }
 
 void TestCli::badFiles_data() {
@@ -221,12 +202,8 @@ void TestCli::badFiles() {
     f.write(content);
     f.close();
     const Run r = cli({QStringLiteral("size"), QStringLiteral("--model"), path});
-    QCOMPARE(r.status, QProcess::NormalExit);
     QCOMPARE(r.exitCode, 2);
-    const QString err = QString::fromUtf8(r.err);
-    QCOMPARE(err.count(QLatin1Char('\n')), 1);
-    QVERIFY2(err.startsWith(QStringLiteral("error: ")) && err.contains(errorContains),
-             qPrintable(err));
+    KVSCOPE_VERIFY_ONE_LINE_ERROR(r, errorContains);
 }
 
 QTEST_GUILESS_MAIN(TestCli)

@@ -5,7 +5,8 @@
 
 #include <QJsonDocument>
 #include <QJsonObject>
-#include <QProcess>
+#include "cli_runner.h"
+
 #include <QTest>
 #include <cmath>
 #include <limits>
@@ -195,12 +196,11 @@ private Q_SLOTS:
         QFETCH(QStringList, args);
         QFETCH(int, exitCode);
         QFETCH(QString, needle);
-        QProcess p;
-        p.start(QStringLiteral(KVSCOPE_CLI_PATH), args);
-        QVERIFY(p.waitForFinished(60000));
-        const QString out = QString::fromUtf8(p.readAllStandardOutput());
-        const QString err = QString::fromUtf8(p.readAllStandardError());
-        QCOMPARE(p.exitCode(), exitCode);
+        const CliRun run = runCli(args);
+        const QString& out = run.out;
+        const QString& err = run.err;
+        QVERIFY(run.finished);
+        QCOMPARE(run.exitCode, exitCode);
         if (exitCode == 0) {
             QVERIFY2(out.contains(needle), qPrintable(out));
             QVERIFY(err.isEmpty());
@@ -215,10 +215,7 @@ private Q_SLOTS:
             }
         } else {
             QVERIFY(out.isEmpty());
-            const QStringList lines = err.trimmed().split(QLatin1Char('\n'));
-            QCOMPARE(lines.size(), 1);
-            QVERIFY2(lines[0].startsWith(QStringLiteral("error: ")), qPrintable(err));
-            QVERIFY2(lines[0].contains(needle), qPrintable(err));
+            KVSCOPE_VERIFY_ONE_LINE_ERROR(run, needle);
         }
     }
 };

@@ -5,7 +5,8 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
-#include <QProcess>
+#include "cli_runner.h"
+
 #include <QTest>
 #include <cmath>
 
@@ -253,12 +254,10 @@ private Q_SLOTS:
         QFETCH(QStringList, args);
         QFETCH(int, exitCode);
         QFETCH(QString, needle);
-        QProcess p;
-        p.start(QStringLiteral(KVSCOPE_CLI_PATH), args);
-        QVERIFY(p.waitForFinished(60000));
-        const QString out = QString::fromUtf8(p.readAllStandardOutput());
-        const QString err = QString::fromUtf8(p.readAllStandardError());
-        QCOMPARE(p.exitCode(), exitCode);
+        const CliRun run = runCli(args);
+        const QString& out = run.out;
+        QVERIFY(run.finished);
+        QCOMPARE(run.exitCode, exitCode);
         if (exitCode == 0) {
             QVERIFY2(out.contains(needle), qPrintable(out));
             if (args.contains(QStringLiteral("--json")))
@@ -266,10 +265,7 @@ private Q_SLOTS:
                             .object()[QStringLiteral("terms")]
                             .isArray());
         } else {
-            const QStringList lines = err.trimmed().split(QLatin1Char('\n'));
-            QCOMPARE(lines.size(), 1);
-            QVERIFY2(lines[0].startsWith(QStringLiteral("error: ")), qPrintable(err));
-            QVERIFY2(lines[0].contains(needle), qPrintable(err));
+            KVSCOPE_VERIFY_ONE_LINE_ERROR(run, needle);
         }
     }
 };

@@ -6,7 +6,8 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
-#include <QProcess>
+#include "cli_runner.h"
+
 #include <QTest>
 
 using namespace kvscope;
@@ -221,17 +222,12 @@ private Q_SLOTS:
         QFETCH(QStringList, args);
         QFETCH(int, exitCode);
         QFETCH(QString, needle);
-        QProcess p;
-        p.start(QStringLiteral(KVSCOPE_CLI_PATH), args);
-        QVERIFY(p.waitForFinished(120000));
-        const QString out = QString::fromUtf8(p.readAllStandardOutput());
-        const QString err = QString::fromUtf8(p.readAllStandardError());
-        QCOMPARE(p.exitCode(), exitCode);
+        const CliRun run = runCli(args);
+        const QString& out = run.out;
+        QVERIFY(run.finished);
+        QCOMPARE(run.exitCode, exitCode);
         if (exitCode != 0) {
-            const QStringList lines = err.trimmed().split(QLatin1Char('\n'));
-            QCOMPARE(lines.size(), 1);
-            QVERIFY2(lines[0].startsWith(QStringLiteral("error: ")), qPrintable(err));
-            QVERIFY2(lines[0].contains(needle), qPrintable(err));
+            KVSCOPE_VERIFY_ONE_LINE_ERROR(run, needle);
             return;
         }
         QVERIFY2(out.contains(needle), qPrintable(out.left(400)));
