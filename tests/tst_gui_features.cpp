@@ -1,0 +1,422 @@
+// The issue-4/5 GUI features driven through the real MainWindow (offscreen).
+#include "core/export.h"
+#include "core/story.h"
+#include "ui/compare.h"
+#include "ui/explainlog.h"
+#include "ui/features.h"
+#include "ui/mainwindow.h"
+#include "ui/measure.h"
+#include "ui/plan.h"
+#include "ui/presentation.h"
+#include "ui/rooflineplot.h"
+#include "ui/story.h"
+
+#include <QDir>
+#include <QFile>
+#include <QImage>
+#include <QProcess>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <cmath>
+#include <memory>
+
+using namespace kvscope;
+using namespace kvscope::ui;
+
+namespace {
+QString q(const std::string& s) {
+    return QString::fromStdString(s);
+}
+
+std::unique_ptr<MainWindow> makeWindow() {
+    auto w = std::make_unique<MainWindow>(MainWindow::Options{false, false});
+    w->resize(1600, 1000);
+    installFeatures(*w, FeatureOptions{});
+    w->show();
+    w->flushRefresh();
+    return w;
+}
+
+/// The key numbers of a step that quote the step's own state match the window's report.
+void checkKeyNumbers(const MainWindow& w, const StoryStep& step) {
+    for (const auto& k : step.keyNumbers) {
+        if (k.field.find('.') != std::string::npos || k.field == "crossover")
+            continue; // compare.* / ratio.* quote the pinned side
+        const auto v = reportNumber(w.report(), k.field);
+        QVERIFY2(v.has_value(), k.field.c_str());
+        const double tol = k.tolerance > 0 ? k.tolerance : 0.5;
+        QVERIFY2(
+            std::abs(*v - k.value) <= tol,
+            qPrintable(
+                QStringLiteral("%1: window %2, story %3").arg(q(k.field)).arg(*v).arg(k.value)));
+    }
+}
+
+gpu::DecodeShape tinyShape(std::int64_t kvHeads, std::int64_t context) {
+    gpu::DecodeShape s;
+    s.kind = gpu::Attention::Gqa;
+    s.batch = 1;
+    s.qHeads = 4;
+    s.kvHeads = kvHeads;
+    s.headDim = 64;
+    s.context = context;
+    s.dtype = gpu::KvDtype::Fp32;
+    return s;
+}
+} // namespace
+
+class TstGuiFeatures : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void storyStepsThroughTheChapter() {
+        auto w = makeWindow();
+        StoryController* story = features(*w)->story();
+        QVERIFY(story->loadBuiltin(QStringLiteral("chapter")));
+        QCOMPARE(story->index(), 0);
+        for (int i = 0; i < story->count(); ++i) {
+            QVERIFY(story->goTo(i));
+            w->flushRefresh();
+            QCOMPARE(story->index(), i);
+            checkKeyNumbers(*w, story->story()->steps[static_cast<std::size_t>(i)]);
+            if (QTest::currentTestFailed())
+                return;
+            QCOMPARE(story->captionText(),
+                     q(story->story()->steps[static_cast<std::size_t>(i)].caption));
+            // A step with compare_with pins it as A.
+            QCOMPARE(features(*w)->compare()->pinned(),
+                     story->story()->steps[static_cast<std::size_t>(i)].compareWith.has_value());
+        }
+    }
+
+    void storyKeysMoveTheStep() {
+        auto w = makeWindow();
+        StoryController* story = features(*w)->story();
+        QVERIFY(story->loadBuiltin(QStringLiteral("chapter")));
+        w->activateWindow();
+        QVERIFY(QTest::qWaitForWindowActive(w.get()));
+        QTest::keyClick(w.get(), Qt::Key_Right);
+        QCOMPARE(story->index(), 1);
+        QTest::keyClick(w.get(), Qt::Key_PageDown);
+        QCOMPARE(story->index(), 2);
+        QTest::keyClick(w.get(), Qt::Key_Space);
+        QCOMPARE(story->index(), 3);
+        QTest::keyClick(w.get(), Qt::Key_Left);
+        QCOMPARE(story->index(), 2);
+        QTest::keyClick(w.get(), Qt::Key_PageUp);
+        QCOMPARE(story->index(), 1);
+        QTest::keyClick(w.get(), Qt::Key_End);
+        QCOMPARE(story->index(), story->count() - 1);
+        QTest::keyClick(w.get(), Qt::Key_Right); // clamped at the last step
+        QCOMPARE(story->index(), story->count() - 1);
+        QTest::keyClick(w.get(), Qt::Key_Home);
+        QCOMPARE(story->index(), 0);
+        w->flushRefresh();
+        checkKeyNumbers(*w, story->story()->steps[0]);
+        // The window's numbers follow the step: step 3 (GQA-8) holds 162 requests.
+        QTest::keyClick(w.get(), Qt::Key_Right);
+        QTest::keyClick(w.get(), Qt::Key_Right);
+        w->flushRefresh();
+        QCOMPARE(w->report().maxConcurrency, std::int64_t(162));
+        QVERIFY(story->keyNumberText().contains(QStringLiteral("162")));
+        QCOMPARE(story->highlightedView(), QStringLiteral("capacity"));
+        story->close();
+        QVERIFY(!story->active());
+    }
+
+    void brokenStoryKeepsTheState_data() {
+        QTest::addColumn<QString>("json");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("not json") << QStringLiteral("{\"steps\": [") << QString();
+        QTest::newRow("bad tp") << QStringLiteral(
+                                       R"({"title": "t", "steps": [{"title": "a", "caption": "c",
+                "state": {"model": "llama-3-70b", "tp": 3}}]})")
+                                << QStringLiteral("steps[0]");
+        QTest::newRow("unknown model")
+            << QStringLiteral(R"({"title": "t", "steps": [{"title": "a", "caption": "c",
+                "state": {"model": "no-such-model"}}]})")
+            << QStringLiteral("steps[0]");
+    }
+    void brokenStoryKeepsTheState() {
+        QFETCH(QString, json);
+        QFETCH(QString, expected);
+        auto w = makeWindow();
+        QVERIFY(w->loadModelRef(QStringLiteral("llama-3-8b")));
+        const AppState before = w->state();
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("story.json"));
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(json.toUtf8());
+        f.close();
+        QString err;
+        QVERIFY(!features(*w)->story()->loadFile(path, &err));
+        QVERIFY(!err.isEmpty());
+        QVERIFY(!err.contains(QLatin1Char('\n')));
+        if (!expected.isEmpty())
+            QVERIFY2(err.contains(expected), qPrintable(err));
+        QVERIFY(w->bannerVisible());
+        QVERIFY(!features(*w)->story()->active());
+        QCOMPARE(w->state().modelRef, before.modelRef);
+        QCOMPARE(w->state().deployment.tp, before.deployment.tp);
+        // The same through installFeatures (what --story does).
+        FeatureOptions o;
+        o.storyPath = path;
+        QString err2;
+        installFeatures(*w, o, &err2);
+        QVERIFY(err2.startsWith(QStringLiteral("--story: ")));
+        QCOMPARE(w->state().modelRef, before.modelRef);
+    }
+
+    void stepOptionSelectsTheStep() {
+        auto w = std::make_unique<MainWindow>(MainWindow::Options{false, false});
+        FeatureOptions o;
+        o.storyPath = QStringLiteral("chapter");
+        o.step = 3;
+        QString err;
+        Features* f = installFeatures(*w, o, &err);
+        QVERIFY2(err.isEmpty(), qPrintable(err));
+        QCOMPARE(f->story()->index(), 2);
+        w->flushRefresh();
+        QCOMPARE(w->report().maxConcurrency, std::int64_t(162));
+        o.step = 99;
+        installFeatures(*w, o, &err);
+        QVERIFY(err.startsWith(QStringLiteral("--step: ")));
+    }
+
+    void comparePinShowsRatios() {
+        auto w = makeWindow();
+        CompareController* c = features(*w)->compare();
+        QVERIFY(w->loadModelRef(QStringLiteral("llama-3-70b")));
+        AppState s = w->state();
+        s.deployment.tp = 8;
+        s.deployment.kvHeads = 64; // MHA
+        QVERIFY(w->applyState(s));
+        c->pinCurrent();
+        QVERIFY(c->pinned());
+        s.deployment.kvHeads.reset(); // GQA-8
+        QVERIFY(w->applyState(s));
+        QVERIFY(c->comparison().has_value());
+        const auto* conc = c->comparison()->ratio("concurrency");
+        QVERIFY(conc);
+        QVERIFY(conc->ratio > 7.9);
+        QCOMPARE(c->table()->rowCount(), static_cast<int>(c->comparison()->ratios.size()));
+        QVERIFY(c->table()->rowCount() >= 5);
+        QVERIFY(c->text().contains(q(conc->phrase)));
+        QVERIFY(c->dock()->isVisibleTo(w.get()));
+        c->unpin();
+        QVERIFY(!c->pinned());
+    }
+
+    void planDialogListsOptions() {
+        auto w = makeWindow();
+        PlanDialog dlg(w->state(), w.get());
+        dlg.setContext(8192);
+        dlg.setConcurrency(200);
+        QVERIFY2(dlg.plan(), qPrintable(dlg.statusText()));
+        QVERIFY(dlg.optionsTable()->rowCount() > 0);
+        QVERIFY(dlg.rejectionsTable()->rowCount() > 0);
+        QVERIFY(!dlg.optionsTable()->item(0, 1)->text().isEmpty());
+    }
+
+    void explainLogDialog_data() {
+        QTest::addColumn<QString>("file");
+        QTest::addColumn<bool>("ok");
+        const QDir dir(QStringLiteral(KVSCOPE_SOURCE_DIR "/tests/data/logs"));
+        for (const QString& f : dir.entryList({QStringLiteral("*.log")}, QDir::Files))
+            QTest::newRow(qPrintable(f))
+                << dir.filePath(f) << !f.startsWith(QLatin1String("not_an_engine"));
+    }
+    void explainLogDialog() {
+        QFETCH(QString, file);
+        QFETCH(bool, ok);
+        ExplainLogDialog dlg;
+        QVERIFY(dlg.loadLogFile(file));
+        QCOMPARE(dlg.explain(), ok);
+        if (ok) {
+            QVERIFY(dlg.termsTable()->rowCount() > 0);
+            QVERIFY(!dlg.summaryText().isEmpty());
+        } else {
+            QVERIFY(!dlg.statusText().isEmpty());
+            QCOMPARE(dlg.termsTable()->rowCount(), 0);
+        }
+    }
+
+    void sessionRoundTrip() {
+        auto w = makeWindow();
+        QVERIFY(w->loadModelRef(QStringLiteral("llama-3-8b")));
+        QVERIFY(w->loadGpuRef(QStringLiteral("a100-80gb")));
+        AppState s = w->state();
+        s.deployment.tp = 2;
+        s.deployment.context = 32768;
+        s.deployment.batch = 4;
+        s.deployment.kvHeads = 2;
+        QVERIFY(w->applyState(s));
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("s.json"));
+        QString err;
+        QVERIFY2(features(*w)->saveSession(path, &err), qPrintable(err));
+
+        auto w2 = makeWindow();
+        QVERIFY2(features(*w2)->openSession(path, &err), qPrintable(err));
+        QCOMPARE(w2->state().modelRef, std::string("llama-3-8b"));
+        QCOMPARE(w2->state().gpu.id, std::string("a100-80gb"));
+        QCOMPARE(w2->state().deployment.tp, std::int64_t(2));
+        QCOMPARE(w2->state().deployment.context, std::int64_t(32768));
+        QCOMPARE(w2->state().deployment.batch, std::int64_t(4));
+        QCOMPARE(w2->state().deployment.kvHeads, std::optional<std::int64_t>(2));
+        QCOMPARE(w2->report().maxConcurrency, w->report().maxConcurrency);
+
+        // A broken session leaves the state as it was.
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(R"({"kvscope_session": 1, "model": "llama-3-8b", "tp": 0})");
+        f.close();
+        QVERIFY(!features(*w2)->openSession(path, &err));
+        QVERIFY2(err.contains(QStringLiteral("tp")), qPrintable(err));
+        QCOMPARE(w2->state().deployment.tp, std::int64_t(2));
+    }
+
+    void exportPdfAndNumbers() {
+        auto w = makeWindow();
+        w->renderNow();
+        QTemporaryDir dir;
+        const QString pdf = dir.filePath(QStringLiteral("report.pdf"));
+        QString err;
+        QVERIFY2(features(*w)->exportPdf(pdf, &err), qPrintable(err));
+        QFile f(pdf);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        QVERIFY(f.size() > 2000);
+        QCOMPARE(f.read(4), QByteArray("%PDF"));
+        f.close();
+        const QString pdftoppm = QStandardPaths::findExecutable(QStringLiteral("pdftoppm"));
+        if (!pdftoppm.isEmpty()) {
+            const QString prefix = dir.filePath(QStringLiteral("page"));
+            QCOMPARE(QProcess::execute(pdftoppm, {QStringLiteral("-png"), QStringLiteral("-r"),
+                                                  QStringLiteral("40"), QStringLiteral("-f"),
+                                                  QStringLiteral("1"), QStringLiteral("-l"),
+                                                  QStringLiteral("1"),
+                                                  QStringLiteral("-singlefile"), pdf, prefix}),
+                     0);
+            QImage img(prefix + QStringLiteral(".png"));
+            QVERIFY(!img.isNull());
+            int dark = 0;
+            for (int y = 0; y < img.height(); ++y)
+                for (int x = 0; x < img.width(); ++x)
+                    if (qGray(img.pixel(x, y)) < 160)
+                        ++dark;
+            QVERIFY2(dark > img.width() * img.height() / 100,
+                     qPrintable(QStringLiteral("%1 dark pixels").arg(dark)));
+        }
+        for (const char* suffix : {"csv", "json", "md"}) {
+            const QString path = dir.filePath(QStringLiteral("n.") + QLatin1String(suffix));
+            QVERIFY2(features(*w)->exportNumbers(path, &err), qPrintable(err));
+            QFile n(path);
+            QVERIFY(n.open(QIODevice::ReadOnly));
+            QVERIFY(n.readAll().contains("cell"));
+        }
+        QVERIFY(!features(*w)->exportNumbers(dir.filePath(QStringLiteral("n.xls")), &err));
+        features(*w)->copyNumbers();
+        QVERIFY(QGuiApplication::clipboard()->text().contains(QLatin1Char('|')));
+    }
+
+    void presentationModeAndHelp() {
+        auto w = makeWindow();
+        PresentationController* p = features(*w)->presentation();
+        const double before = w->font().pointSizeF();
+        p->setActive(true, false);
+        QVERIFY(w->font().pointSizeF() > before * 1.2);
+        QCOMPARE(w->palette().color(QPalette::Window), QColor(0, 0, 0));
+        const QStringList lines = p->shortcutLines();
+        QVERIFY(lines.join(QLatin1Char('\n')).contains(QStringLiteral("Next step")));
+        QVERIFY(lines.join(QLatin1Char('\n')).contains(QStringLiteral("Presentation mode")));
+        p->showHelp();
+        QVERIFY(p->helpVisible());
+        p->hideHelp();
+        w->renderNow();
+        p->setActive(false, false);
+        QCOMPARE(w->font().pointSizeF(), before);
+    }
+
+    void measureOverlayOnCpu() {
+        auto w = makeWindow();
+        MeasureController* m = features(*w)->measure();
+        MeasureJob job;
+        job.backend = "cpu";
+        job.shapes = {tinyShape(4, 256), tinyShape(1, 256)};
+        job.variants = {"MHA", "MQA"};
+        QSignalSpy done(m, &MeasureController::finished);
+        m->start(job);
+        QVERIFY(m->running());
+        QVERIFY(done.wait(180000));
+        QVERIFY2(done.front().at(0).toBool(), qPrintable(done.front().at(1).toString()));
+        const auto points = w->rooflinePlot()->measuredPoints();
+        QCOMPARE(points.size(), 2);
+        QCOMPARE(points[0].variant, QStringLiteral("MHA"));
+        QVERIFY(points[0].achievedFlopPerS > 0);
+        QVERIFY(points[1].intensityFlopPerByte > points[0].intensityFlopPerByte);
+        QVERIFY(points[0].tooltip.contains(QStringLiteral("µs")));
+        QVERIFY(m->results().ceilings.readBytesPerSecond > 0);
+        w->renderNow();
+
+        // JSON round trip into another window (the talk laptop).
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("m.json"));
+        QString err;
+        QVERIFY2(m->saveJson(path, &err), qPrintable(err));
+        auto w2 = makeWindow();
+        QVERIFY2(features(*w2)->measure()->loadJson(path, &err), qPrintable(err));
+        QCOMPARE(w2->rooflinePlot()->measuredPoints().size(), 2);
+        QVERIFY(
+            !features(*w2)->measure()->loadJson(dir.filePath(QStringLiteral("none.json")), &err));
+    }
+
+    void measureCancelAndNewestWins() {
+        auto w = makeWindow();
+        MeasureController* m = features(*w)->measure();
+        MeasureJob big;
+        big.shapes = {tinyShape(4, 4096), tinyShape(2, 4096), tinyShape(1, 4096)};
+        big.variants = {"MHA", "GQA-2", "MQA"};
+        QSignalSpy done(m, &MeasureController::finished);
+        m->start(big);
+        m->cancel();
+        QVERIFY(done.wait(180000));
+        QCOMPARE(done.size(), 1);
+        QCOMPARE(done.front().at(0).toBool(), false);
+        QCOMPARE(done.front().at(1).toString(), QStringLiteral("cancelled"));
+        QVERIFY(!m->running());
+        QVERIFY(w->bannerVisible());
+
+        // Two requests in a row: only the newest reports.
+        done.clear();
+        MeasureJob small;
+        small.ceilings = false;
+        small.shapes = {tinyShape(1, 128)};
+        small.variants = {"MQA"};
+        m->start(big);
+        m->start(small);
+        QVERIFY(done.wait(180000));
+        QTest::qWait(200);
+        QCOMPARE(done.size(), 1);
+        QVERIFY(done.front().at(0).toBool());
+        QCOMPARE(w->rooflinePlot()->measuredPoints().size(), 1);
+    }
+
+    void measureJobForTheWindow() {
+        auto w = makeWindow();
+        QVERIFY(w->loadModelRef(QStringLiteral("llama-3-70b")));
+        AppState s = w->state();
+        s.deployment.tp = 8;
+        QVERIFY(w->applyState(s));
+        const MeasureJob job = features(*w)->measure()->jobForCurrentState();
+        QVERIFY(!job.shapes.empty());
+        QCOMPARE(job.shapes.size(), job.variants.size());
+        for (const auto& sh : job.shapes)
+            QCOMPARE(sh.qHeads, std::int64_t(8)); // 64 query heads over TP=8
+    }
+};
+
+QTEST_MAIN(TstGuiFeatures)
+#include "tst_gui_features.moc"

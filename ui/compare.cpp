@@ -1,0 +1,140 @@
+#include "ui/compare.h"
+
+#include "core/format.h"
+#include "ui/mainwindow.h"
+#include "ui/theme.h"
+#include "ui/viewmodel.h"
+
+#include <QDockWidget>
+#include <QHeaderView>
+#include <QLabel>
+#include <QTableWidget>
+#include <QVBoxLayout>
+#include <cmath>
+
+namespace kvscope::ui {
+
+namespace {
+QString q(const std::string& s) {
+    return QString::fromStdString(s);
+}
+
+QString formatValue(const std::string& key, double v) {
+    if (!std::isfinite(v))
+        return QStringLiteral("n/a");
+    if (key.find("bytes") != std::string::npos)
+        return q(humanBytes(v));
+    if (key == "intensity")
+        return q(fixed(v, 2)) + QStringLiteral(" FLOP/byte");
+    if (key.find("fraction") != std::string::npos)
+        return q(fixed(100.0 * v, 2)) + QStringLiteral(" %");
+    if (key == "concurrency")
+        return q(withCommas(static_cast<std::int64_t>(std::floor(v)))) +
+               QStringLiteral(" requests");
+    if (key == "tokens")
+        return q(withCommas(static_cast<std::int64_t>(v))) + QStringLiteral(" tokens");
+    return q(fixed(v, 2));
+}
+} // namespace
+
+QString stateTitle(const AppState& s) {
+    QString t = q(modelDisplayName(s.modelRef, s.model)) + QStringLiteral(" · ") + q(s.gpu.name) +
+                QStringLiteral(" · TP=") + QString::number(s.deployment.tp);
+    if (s.deployment.dcp > 1)
+        t += QStringLiteral(" DCP=") + QString::number(s.deployment.dcp);
+    if (s.deployment.kvHeads)
+        t += QStringLiteral(" · h_kv=") + QString::number(*s.deployment.kvHeads);
+    t += QStringLiteral(" · ") + q(withCommas(s.deployment.context)) + QStringLiteral(" tokens");
+    return t;
+}
+
+CompareController::CompareController(MainWindow& w) : QObject(&w), w_(w) {
+    setObjectName(QStringLiteral("kvscopeCompare"));
+    auto* body = new QWidget;
+    body->setObjectName(QStringLiteral("compareView"));
+    auto* v = new QVBoxLayout(body);
+    header_ = new QLabel(body);
+    header_->setWordWrap(true);
+    header_->setTextFormat(Qt::RichText);
+    table_ = new QTableWidget(0, 4, body);
+    table_->setObjectName(QStringLiteral("compareTable"));
+    table_->setHorizontalHeaderLabels(
+        {tr("Quantity"), tr("A (pinned)"), tr("B (now)"), tr("B / A")});
+    table_->verticalHeader()->hide();
+    table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    table_->horizontalHeader()->setStretchLastSection(true);
+    table_->setWordWrap(true);
+    crossover_ = new QLabel(body);
+    crossover_->setWordWrap(true);
+    v->addWidget(header_);
+    v->addWidget(table_, 1);
+    v->addWidget(crossover_);
+    dock_ = new QDockWidget(tr("Compare A / B"), &w);
+    dock_->setObjectName(QStringLiteral("compareDock"));
+    dock_->setWidget(body);
+    w.addDockWidget(Qt::BottomDockWidgetArea, dock_);
+    dock_->hide();
+    connect(&w, &MainWindow::stateChanged, this, &CompareController::refresh);
+}
+
+void CompareController::pinCurrent() {
+    pin(w_.state(), w_.report());
+}
+
+void CompareController::pin(const AppState& a, const Report& report, const QString& title) {
+    a_ = a;
+    aReport_ = report;
+    aTitle_ = title.isEmpty() ? stateTitle(a) : title;
+    dock_->show();
+    dock_->raise();
+    refresh();
+}
+
+void CompareController::unpin() {
+    a_.reset();
+    aReport_.reset();
+    comparison_.reset();
+    table_->setRowCount(0);
+    dock_->hide();
+}
+
+void CompareController::refresh() {
+    if (!aReport_)
+        return;
+    comparison_ = compareReports(*aReport_, w_.report());
+    const auto& c = *comparison_;
+    header_->setText(tr("<b>A</b> %1 (%2)<br><b>B</b> %3 (%4)")
+                         .arg(aTitle_.toHtmlEscaped(), q(c.a.variant),
+                              stateTitle(w_.state()).toHtmlEscaped(), q(c.b.variant)));
+    table_->setRowCount(static_cast<int>(c.ratios.size()));
+    int row = 0;
+    for (const auto& r : c.ratios) {
+        auto set = [&](int col, const QString& text) {
+            auto* item = new QTableWidgetItem(text);
+            if (col > 0 && col < 3)
+                item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+            table_->setItem(row, col, item);
+        };
+        set(0, q(r.label));
+        set(1, formatValue(r.key, r.a));
+        set(2, formatValue(r.key, r.b));
+        set(3, q(r.phrase));
+        ++row;
+    }
+    crossover_->setText(q(c.crossoverPhrase));
+    crossover_->setVisible(!c.crossoverPhrase.empty());
+}
+
+QString CompareController::text() const {
+    QString out = header_->text() + QLatin1Char('\n');
+    for (int r = 0; r < table_->rowCount(); ++r) {
+        QStringList cells;
+        for (int c = 0; c < table_->columnCount(); ++c)
+            cells << (table_->item(r, c) ? table_->item(r, c)->text() : QString());
+        out += cells.join(QStringLiteral(" | ")) + QLatin1Char('\n');
+    }
+    return out + crossover_->text();
+}
+
+} // namespace kvscope::ui

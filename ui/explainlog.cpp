@@ -1,0 +1,182 @@
+#include "ui/explainlog.h"
+
+#include "core/explain_log.h"
+#include "core/format.h"
+#include "core/presets.h"
+
+#include <QComboBox>
+#include <QDialogButtonBox>
+#include <QFile>
+#include <QFileDialog>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QSplitter>
+#include <QTableWidget>
+#include <QVBoxLayout>
+#include <cmath>
+
+namespace kvscope::ui {
+
+namespace {
+QString q(const std::string& s) {
+    return QString::fromStdString(s);
+}
+
+QString value(const std::string& unit, double v) {
+    if (unit == "B")
+        return q(humanBytes(v));
+    if (unit == "x")
+        return q(fixed(v, 2)) + QStringLiteral("x");
+    if (std::abs(v - std::round(v)) < 1e-9 && std::abs(v) < 9e15)
+        return q(withCommas(static_cast<std::int64_t>(std::llround(v)))) +
+               (unit.empty() ? QString() : QStringLiteral(" ") + q(unit));
+    return q(fixed(v, 3)) + (unit.empty() ? QString() : QStringLiteral(" ") + q(unit));
+}
+} // namespace
+
+ExplainLogDialog::ExplainLogDialog(QWidget* parent) : QDialog(parent) {
+    setWindowTitle(tr("Explain an engine's log"));
+    setObjectName(QStringLiteral("explainLogDialog"));
+    auto* v = new QVBoxLayout(this);
+    v->addWidget(new QLabel(tr("Paste a vLLM or SGLang startup log (or open one):"), this));
+    auto* split = new QSplitter(Qt::Vertical, this);
+    text_ = new QPlainTextEdit(split);
+    text_->setObjectName(QStringLiteral("logText"));
+    text_->setLineWrapMode(QPlainTextEdit::NoWrap);
+    text_->setPlaceholderText(tr("INFO ... vLLM API server version ..."));
+    auto* result = new QWidget(split);
+    auto* rv = new QVBoxLayout(result);
+    rv->setContentsMargins(0, 0, 0, 0);
+    summary_ = new QLabel(result);
+    summary_->setWordWrap(true);
+    summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    QFont bold = summary_->font();
+    bold.setBold(true);
+    summary_->setFont(bold);
+    terms_ = new QTableWidget(0, 5, result);
+    terms_->setObjectName(QStringLiteral("explainTerms"));
+    terms_->setHorizontalHeaderLabels(
+        {tr("Term"), tr("kvscope predicts"), tr("Log says"), tr("Difference"), tr("Why")});
+    terms_->verticalHeader()->hide();
+    terms_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    terms_->setWordWrap(true);
+    terms_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    terms_->horizontalHeader()->setStretchLastSection(true);
+    notes_ = new QLabel(result);
+    notes_->setWordWrap(true);
+    rv->addWidget(summary_);
+    rv->addWidget(terms_, 1);
+    rv->addWidget(notes_);
+    split->addWidget(text_);
+    split->addWidget(result);
+    split->setStretchFactor(1, 2);
+    v->addWidget(split, 1);
+
+    auto* row = new QHBoxLayout;
+    auto* open = new QPushButton(tr("Open log…"), this);
+    connect(open, &QPushButton::clicked, this, [this] {
+        const QString path = QFileDialog::getOpenFileName(this, tr("Open an engine log"), {},
+                                                          tr("Logs (*.log *.txt);;All files (*)"));
+        QString err;
+        if (!path.isEmpty() && !loadLogFile(path, &err))
+            status_->setText(err);
+        else if (!path.isEmpty())
+            explain();
+    });
+    gpu_ = new QComboBox(this);
+    gpu_->addItem(tr("GPU: inferred from the log"), QString());
+    for (const auto& g : gpuPresets())
+        gpu_->addItem(q(g.title), q(g.id));
+    auto* run = new QPushButton(tr("Explain"), this);
+    run->setDefault(true);
+    connect(run, &QPushButton::clicked, this, &ExplainLogDialog::explain);
+    status_ = new QLabel(this);
+    status_->setWordWrap(true);
+    row->addWidget(open);
+    row->addWidget(gpu_);
+    row->addWidget(run);
+    row->addWidget(status_, 1);
+    v->addLayout(row);
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, this);
+    connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
+    v->addWidget(buttons);
+    resize(1100, 800);
+}
+
+void ExplainLogDialog::setLogText(const QString& text) {
+    text_->setPlainText(text);
+}
+
+bool ExplainLogDialog::loadLogFile(const QString& path, QString* error) {
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly)) {
+        if (error)
+            *error = tr("%1: cannot be read").arg(path);
+        return false;
+    }
+    setLogText(QString::fromUtf8(f.readAll()));
+    return true;
+}
+
+QString ExplainLogDialog::summaryText() const {
+    return summary_->text();
+}
+QString ExplainLogDialog::statusText() const {
+    return status_->text();
+}
+
+bool ExplainLogDialog::explain() {
+    terms_->setRowCount(0);
+    summary_->clear();
+    notes_->clear();
+    const std::string text = text_->toPlainText().toStdString();
+    auto log = parseEngineLog(text);
+    if (!log.ok()) {
+        status_->setText(tr("log: %1").arg(q(log.error().message())));
+        return false;
+    }
+    ExplainOptions opt;
+    opt.gpu = gpu_->currentData().toString().toStdString();
+    auto e = explainEngineLog(*log, opt);
+    if (!e.ok()) {
+        status_->setText(q(e.error().message()));
+        return false;
+    }
+    status_->setText(tr("%1 log, model %2 → %3")
+                         .arg(q(toString(e->log.engine)), q(e->log.model), q(e->modelRef)));
+    summary_->setText(q(e->summary));
+    terms_->setRowCount(static_cast<int>(e->terms.size()));
+    int row = 0;
+    for (const ExplainTerm& t : e->terms) {
+        auto set = [&](int col, const QString& s) {
+            auto* item = new QTableWidgetItem(s);
+            if (col >= 1 && col <= 3)
+                item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+            terms_->setItem(row, col, item);
+        };
+        set(0, q(t.label));
+        set(1, value(t.unit, t.predicted));
+        if (t.logged) {
+            set(2, value(t.unit, *t.logged) + (t.inferred ? tr(" (implied)") : QString()));
+            const double diff = *t.logged - t.predicted;
+            set(3, (diff >= 0 ? QStringLiteral("+") : QStringLiteral("−")) +
+                       value(t.unit, std::abs(diff)));
+        } else {
+            set(2, tr("not logged"));
+            set(3, QString());
+        }
+        set(4, q(t.explanation));
+        ++row;
+    }
+    terms_->resizeRowsToContents();
+    QStringList notes;
+    for (const auto& n : e->notes)
+        notes << QStringLiteral("• ") + q(n);
+    notes_->setText(notes.join(QLatin1Char('\n')));
+    return true;
+}
+
+} // namespace kvscope::ui
