@@ -2,6 +2,7 @@
 
 #include "core/presets.h"
 #include "ui/controlspanel.h"
+#include "ui/features.h"
 #include "ui/mainwindow.h"
 #include "ui/theme.h"
 #include "ui/viewmodel.h"
@@ -36,7 +37,8 @@ QString startupUsage() {
         "               [--h-kv K|mla] [--context S] [--batch B] [--kv-dtype auto|bf16|fp16|fp8|"
         "fp32|fp8_ds_mla]\n"
         "               [--pool-model vllm|datasheet] [--util U] [--theme light|dark]\n"
-        "               [--screenshot FILE.png [--size WxH]] [--bench-ui [--steps N]]\n");
+        "               [--screenshot FILE.png [--size WxH]] [--bench-ui [--steps N]]\n"
+        "               [--story FILE|chapter [--step N]] [--present] [--session FILE]\n");
 }
 
 StartupOptions parseStartup(const QStringList& arguments) {
@@ -46,7 +48,8 @@ StartupOptions parseStartup(const QStringList& arguments) {
         QStringLiteral("--dcp"),        QStringLiteral("--h-kv"),       QStringLiteral("--context"),
         QStringLiteral("--batch"),      QStringLiteral("--kv-dtype"),   QStringLiteral("--size"),
         QStringLiteral("--screenshot"), QStringLiteral("--pool-model"), QStringLiteral("--util"),
-        QStringLiteral("--theme"),      QStringLiteral("--steps")};
+        QStringLiteral("--theme"),      QStringLiteral("--steps"),
+        QStringLiteral("--story"),      QStringLiteral("--step"),       QStringLiteral("--session")};
     auto integer = [&o](const QString& flag, const QString& v) -> std::optional<std::int64_t> {
         bool ok = false;
         const qlonglong n = v.toLongLong(&ok);
@@ -73,6 +76,16 @@ StartupOptions parseStartup(const QStringList& arguments) {
         }
         if (flag == QLatin1String("--bench-ui"))
             o.benchUi = true;
+        else if (flag == QLatin1String("--present"))
+            o.present = true;
+        else if (flag == QLatin1String("--story"))
+            o.story = value;
+        else if (flag == QLatin1String("--session"))
+            o.session = value;
+        else if (flag == QLatin1String("--step")) {
+            if (auto n = integer(flag, value))
+                o.step = static_cast<int>(std::min<std::int64_t>(*n, 1000000));
+        }
         else if (flag == QLatin1String("--screenshot"))
             o.screenshot = value;
         else if (flag == QLatin1String("--model"))
@@ -191,6 +204,12 @@ int runScreenshot(const StartupOptions& o) {
     w.resize(o.size);
     QString err;
     if (!applyStartup(w, o, &err)) {
+        std::fprintf(stderr, "error: %s\n", qPrintable(err));
+        return 2;
+    }
+    // --story/--step/--present/--session: the step's state replaces the flags' state.
+    installFeatures(w, FeatureOptions{o.story, o.step, o.present, o.session}, &err);
+    if (!err.isEmpty()) {
         std::fprintf(stderr, "error: %s\n", qPrintable(err));
         return 2;
     }

@@ -20,6 +20,10 @@ struct StartupOptions {
     std::optional<QString> model, gpu, hkv, kvDtype, poolModel, theme;
     std::optional<std::int64_t> tp, dcp, context, batch;
     std::optional<double> util;
+    QString story;           ///< --story FILE (or a bundled story's name, "chapter")
+    std::optional<int> step; ///< --step N, 1-based
+    bool present = false;    ///< --present
+    QString session;         ///< --session FILE
     QString error; ///< "--flag: rule" when parsing failed
 };
 

@@ -1,6 +1,7 @@
 // kvscope: the desktop app. `kvscope --screenshot FILE.png` and `kvscope --bench-ui` run
 // offscreen and exit; the state flags (--model --gpu --tp --h-kv ...) work for both and for a
 // normal start.
+#include "ui/features.h"
 #include "ui/mainwindow.h"
 #include "ui/startup.h"
 #include "ui/theme.h"
@@ -60,6 +61,7 @@ int main(int argc, char** argv) {
     QString err;
     if (!kvscope::ui::applyStartup(w, o, &err))
         w.showBanner(err, true);
+    kvscope::ui::installFeatures(w, {o.story, o.step, o.present, o.session});
     w.show();
     return QApplication::exec();
 }
