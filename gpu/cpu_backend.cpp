@@ -6,10 +6,12 @@
 #include "gpu/numerics.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -17,7 +19,22 @@
 #include <mutex>
 #include <new>
 #include <thread>
+#include <type_traits>
 #include <unistd.h>
+
+#if defined(__x86_64__)
+// GCC 12's AVX-512 headers start masked intrinsics from _mm512_undefined_*() and warn about it
+// once inlined at -O3 (GCC bug 105593, fixed in 12.3/13): a false positive inside the header.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+#include <immintrin.h>
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+#endif
 
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__) && defined(__linux__)
 #define KVSCOPE_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
@@ -354,6 +371,325 @@ bool dispatchAttend(const Segment& sg, Scratch& sc) {
     return false;
 }
 
+// --- bf16 dot-product kernel (AVX-512 BF16: vdpbf16ps) -----------------------------------------
+// bf16 and fp8 KV (both with bf16 queries) on CPUs that have AVX512_BF16. Every product of two
+// bf16 values is exact in fp32 and accumulates in fp32, so Q·K is as exact as the fp32 path;
+// the probabilities are rounded to bf16 for P·V (as the CUDA kernels do) and the softmax sums
+// use the rounded values, so the output stays a convex combination of the values.
+// Per tile of 16 tokens: K is read once for all query rows of the group, the 16 partial dot
+// products of one row are reduced by a transpose tree (3 ops per token, no horizontal sums),
+// there is one max/rescale per row and tile, and V rows are interleaved in token pairs once per
+// tile so that vdpbf16ps sums two tokens per lane. Output columns come out permuted by the
+// interleave (lane 4L + j of the low/high half holds column 8L + j / 8L + 4 + j of each
+// 32-column chunk) and are put back in order at the end of the segment.
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__) && defined(__linux__)
+#define KVSCOPE_HAVE_BF16_KERNEL 1
+#define KVSCOPE_BF16_TARGET                                                                        \
+    __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,fma,avx2")))
+
+struct SegmentBf16 {
+    const std::uint16_t* q;     // [rows][keyDim] bf16 queries (unscaled)
+    std::int64_t rows;          // query rows served by this KV stream
+    const std::uint8_t* keys;   // token t at keys + t * keyRowBytes
+    const std::uint8_t* values; // == keys for MLA (values are the first valueDim elements)
+    std::int64_t keyRowBytes, valueRowBytes;
+    std::int64_t t0, t1;
+    KvDtype dtype;    // Bf16 or Fp8E4m3 (decoded to bf16 per tile, exactly)
+    float scoreScale; // softmax scale * log2(e)
+    float* out;       // [rows][valueDim], normalised
+    float* lse;       // [rows], log2 domain
+};
+
+struct ScratchBf16 {
+    std::vector<std::uint16_t> kTile, vTile; // decoded/padded tiles when needed
+    std::vector<std::uint32_t> vPairs;       // [8 pairs][valueDim / 16]
+    std::vector<float> acc, mRow, alpha;     // [rows][valueDim], [rows], [rows]
+    std::vector<float> lVec;                 // [rows]
+    std::vector<std::uint32_t> p;            // [rows][8] bf16 probability pairs
+};
+
+/// fp8 e4m3 -> bf16 bits, exact (3 mantissa bits and exponents 2^-9..2^8 fit in bf16).
+const std::uint16_t* fp8ToBf16Table() {
+    static const auto table = [] {
+        std::array<std::uint16_t, 256> t{};
+        for (int i = 0; i < 256; ++i)
+            t[std::size_t(i)] =
+                std::uint16_t(num::floatToBits(num::fp8e4m3ToFloat(std::uint8_t(i))) >> 16);
+        return t;
+    }();
+    return table.data();
+}
+
+/// Sums of 16 vectors: lane i of the result is the sum of the 16 lanes of v[i].
+KVSCOPE_BF16_TARGET inline __m512 transposeSum16(__m512 v[16]) {
+    __m512 a[8], b[4], c[2];
+    for (int i = 0; i < 8; ++i) // per 128-bit lane: v2i parts at 0 and 2, v2i+1 parts at 1 and 3
+        a[i] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]),
+                             _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]));
+    for (int i = 0; i < 4; ++i) { // per 128-bit lane: v4i .. v4i+3 (add as floats)
+        const __m512d x = _mm512_castps_pd(a[2 * i]), y = _mm512_castps_pd(a[2 * i + 1]);
+        b[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)),
+                             _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
+    }
+    for (int i = 0; i < 2; ++i)
+        c[i] = _mm512_add_ps(_mm512_shuffle_f32x4(b[2 * i], b[2 * i + 1], 0x88),
+                             _mm512_shuffle_f32x4(b[2 * i], b[2 * i + 1], 0xdd));
+    return _mm512_add_ps(_mm512_shuffle_f32x4(c[0], c[1], 0x88),
+                         _mm512_shuffle_f32x4(c[0], c[1], 0xdd));
+}
+
+/// 2^x for x <= 0 (as exp2Neg16): degree-7 polynomial, then scalef by the integer part.
+KVSCOPE_BF16_TARGET inline __m512 exp2Neg512(__m512 x) {
+    x = _mm512_max_ps(x, _mm512_set1_ps(-125.0f));
+    const __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    const __m512 t = _mm512_mul_ps(_mm512_sub_ps(x, n), _mm512_set1_ps(0.69314718056f));
+    __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.0f / 720.0f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.0f / 120.0f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.0f / 24.0f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.0f / 6.0f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, n);
+}
+
+KVSCOPE_BF16_TARGET inline __m512bh asBh(__m512i v) {
+    __m512bh r;
+    std::memcpy(&r, &v, sizeof r);
+    return r;
+}
+
+constexpr std::int64_t kBf16Tile = 32; // tokens per tile: two 16-lane score vectors per row
+
+/// Copies (bf16) or decodes (fp8) n <= kBf16Tile token rows into a zero-padded kBf16Tile-row tile.
+void stageTile(const std::uint8_t* src, std::int64_t srcStride, int n, int width, bool fp8,
+               std::vector<std::uint16_t>& dst) {
+    dst.assign(std::size_t(kBf16Tile * width), 0);
+    const std::uint16_t* table = fp8 ? fp8ToBf16Table() : nullptr;
+    for (int i = 0; i < n; ++i) {
+        std::uint16_t* d = dst.data() + i * width;
+        const std::uint8_t* s = src + i * srcStride;
+        if (fp8)
+            for (int j = 0; j < width; ++j)
+                d[j] = table[s[j]];
+        else
+            std::memcpy(d, s, std::size_t(width) * 2);
+    }
+}
+
+/// O[r..r+RB) = alpha * O + P V over `pairs` token pairs of the tile: RB rows x 4 output
+/// vectors share every V load.
+template <int RB, int DV>
+KVSCOPE_BF16_TARGET inline void pvBlock(ScratchBf16& sc, std::int64_t r, int pairs) {
+    constexpr int NVC = DV / 16;
+    for (int cb = 0; cb < NVC; cb += 4) {
+        __m512 o[RB][4];
+        for (int rb = 0; rb < RB; ++rb) {
+            const __m512 al = _mm512_set1_ps(sc.alpha[std::size_t(r + rb)]);
+            for (int j = 0; j < 4; ++j)
+                o[rb][j] = _mm512_mul_ps(
+                    _mm512_loadu_ps(sc.acc.data() + (r + rb) * DV + (cb + j) * 16), al);
+        }
+        for (int pr = 0; pr < pairs; ++pr) {
+            __m512i bc[RB];
+            for (int rb = 0; rb < RB; ++rb)
+                bc[rb] = _mm512_set1_epi32(int(sc.p[std::size_t((r + rb) * kBf16Tile + pr)]));
+            for (int j = 0; j < 4; ++j) {
+                const __m512i v =
+                    _mm512_loadu_si512(sc.vPairs.data() + std::size_t((pr * NVC + cb + j) * 16));
+                for (int rb = 0; rb < RB; ++rb)
+                    o[rb][j] = _mm512_dpbf16_ps(o[rb][j], asBh(bc[rb]), asBh(v));
+            }
+        }
+        for (int rb = 0; rb < RB; ++rb)
+            for (int j = 0; j < 4; ++j)
+                _mm512_storeu_ps(sc.acc.data() + (r + rb) * DV + (cb + j) * 16, o[rb][j]);
+    }
+}
+
+constexpr std::int64_t kPrefetchTiles = 2;
+
+/// Every lane = the maximum of the 16 lanes.
+KVSCOPE_BF16_TARGET inline __m512 broadcastMax(__m512 x) {
+    x = _mm512_max_ps(x, _mm512_shuffle_f32x4(x, x, 0x4e));
+    x = _mm512_max_ps(x, _mm512_shuffle_f32x4(x, x, 0xb1));
+    x = _mm512_max_ps(x, _mm512_permute_ps(x, 0x4e));
+    return _mm512_max_ps(x, _mm512_permute_ps(x, 0xb1));
+}
+
+/// q . k for the 16 key rows at k, k + stride, ...: lane i is token i (unscaled).
+template <int DK>
+KVSCOPE_BF16_TARGET inline __m512 scores16(const std::uint16_t* qr, const std::uint8_t* k,
+                                           std::int64_t stride) {
+    constexpr int NKC = DK / 32;
+    __m512 part[16];
+    if constexpr (NKC <= 8) {
+        __m512i q[NKC];
+        for (int c = 0; c < NKC; ++c)
+            q[c] = _mm512_loadu_si512(qr + c * 32);
+        for (int i = 0; i < 16; ++i) {
+            __m512 acc = _mm512_setzero_ps();
+            for (int c = 0; c < NKC; ++c)
+                acc = _mm512_dpbf16_ps(acc, asBh(q[c]),
+                                       asBh(_mm512_loadu_si512(k + i * stride + c * 64)));
+            part[i] = acc;
+        }
+    } else {
+        for (int i = 0; i < 16; ++i)
+            part[i] = _mm512_setzero_ps();
+        for (int c = 0; c < NKC; ++c) {
+            const __m512i q = _mm512_loadu_si512(qr + c * 32);
+            for (int i = 0; i < 16; ++i)
+                part[i] = _mm512_dpbf16_ps(part[i], asBh(q),
+                                           asBh(_mm512_loadu_si512(k + i * stride + c * 64)));
+        }
+    }
+    return transposeSum16(part);
+}
+
+/// DK, DV: key and value widths in elements (multiples of 32).
+template <int DK, int DV>
+KVSCOPE_BF16_TARGET void attendBf16(const SegmentBf16& sg, ScratchBf16& sc) {
+    constexpr int T = int(kBf16Tile), NVC = DV / 16; // key chunks of 32, value zmm of 16
+    const std::int64_t R = sg.rows;
+    const bool shared = sg.values == sg.keys;
+    const bool fp8 = sg.dtype != KvDtype::Bf16;
+    sc.vPairs.resize(std::size_t(T / 2 * NVC * 16));
+    sc.acc.assign(std::size_t(R * DV), 0.0f);
+    sc.mRow.assign(std::size_t(R * 16), -std::numeric_limits<float>::infinity());
+    sc.alpha.resize(std::size_t(R));
+    sc.lVec.assign(std::size_t(R * 16), 0.0f);
+    sc.p.resize(std::size_t(R * T));
+    const __m512 scale = _mm512_set1_ps(sg.scoreScale);
+    for (std::int64_t t = sg.t0; t < sg.t1; t += T) {
+        const int n = int(std::min<std::int64_t>(T, sg.t1 - t));
+        // K (and V) tile as bf16 rows: straight from the cache when possible, else decoded or
+        // zero-padded into scratch (never reading past the segment).
+        const std::uint8_t* kBase = sg.keys + t * sg.keyRowBytes;
+        std::int64_t kStride = sg.keyRowBytes;
+        const std::uint8_t* vBase = sg.values + t * sg.valueRowBytes;
+        std::int64_t vStride = sg.valueRowBytes;
+        if (fp8 || n < T) {
+            stageTile(kBase, sg.keyRowBytes, n, DK, fp8, sc.kTile);
+            kBase = reinterpret_cast<const std::uint8_t*>(sc.kTile.data());
+            kStride = DK * 2;
+            if (shared) {
+                vBase = kBase;
+                vStride = kStride;
+            } else {
+                stageTile(vBase, sg.valueRowBytes, n, DV, fp8, sc.vTile);
+                vBase = reinterpret_cast<const std::uint8_t*>(sc.vTile.data());
+                vStride = DV * 2;
+            }
+        }
+        // Prefetch the tile kPrefetchTiles ahead (DRAM latency is hidden behind this one's math).
+        if (t + (kPrefetchTiles + 1) * T <= sg.t1) {
+            const std::uint8_t* kp = sg.keys + (t + kPrefetchTiles * T) * sg.keyRowBytes;
+            for (std::int64_t b = 0; b < T * sg.keyRowBytes; b += 64)
+                _mm_prefetch(reinterpret_cast<const char*>(kp + b), _MM_HINT_T0);
+            if (!shared) {
+                const std::uint8_t* vp = sg.values + (t + kPrefetchTiles * T) * sg.valueRowBytes;
+                for (std::int64_t b = 0; b < T * sg.valueRowBytes; b += 64)
+                    _mm_prefetch(reinterpret_cast<const char*>(vp + b), _MM_HINT_T0);
+            }
+        }
+        // V rows interleaved in token pairs: word 2j = token 2p, word 2j+1 = token 2p+1.
+        const int pairs = (n + 1) / 2;
+        for (int pr = 0; pr < pairs; ++pr) {
+            const std::uint8_t* a = vBase + (2 * pr) * vStride;
+            const std::uint8_t* b = a + vStride;
+            for (int c = 0; c < DV / 32; ++c) {
+                const __m512i x = _mm512_loadu_si512(a + c * 64);
+                const __m512i y = _mm512_loadu_si512(b + c * 64);
+                std::uint32_t* dst = sc.vPairs.data() + std::size_t((pr * NVC + 2 * c) * 16);
+                _mm512_storeu_si512(dst, _mm512_unpacklo_epi16(x, y));
+                _mm512_storeu_si512(dst + 16, _mm512_unpackhi_epi16(x, y));
+            }
+        }
+        const __mmask16 valid0 = n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1u);
+        const __mmask16 valid1 = n <= 16   ? __mmask16(0)
+                                 : n >= 32 ? __mmask16(0xffff)
+                                           : __mmask16((1u << (n - 16)) - 1u);
+        const __m512 minusInf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+        // Scores and the online-softmax update (one max and rescale per row and tile).
+        for (std::int64_t r = 0; r < R; ++r) {
+            const std::uint16_t* qr = sg.q + r * DK;
+            const __m512 s0 = _mm512_mask_mov_ps(
+                minusInf, valid0, _mm512_mul_ps(scores16<DK>(qr, kBase, kStride), scale));
+            const __m512 s1 =
+                valid1 ? _mm512_mask_mov_ps(
+                             minusInf, valid1,
+                             _mm512_mul_ps(scores16<DK>(qr, kBase + 16 * kStride, kStride), scale))
+                       : minusInf;
+            float* mRow = sc.mRow.data() + r * 16; // the running max in every lane
+            const __m512 mOld = _mm512_loadu_ps(mRow);
+            const __m512 mNew = _mm512_max_ps(mOld, broadcastMax(_mm512_max_ps(s0, s1)));
+            _mm512_storeu_ps(mRow, mNew);
+            const __m512 alpha = exp2Neg512(_mm512_sub_ps(mOld, mNew)); // ~0 on the first tile
+            sc.alpha[std::size_t(r)] = _mm512_cvtss_f32(alpha);
+            const __m512 p0 = _mm512_maskz_mov_ps(valid0, exp2Neg512(_mm512_sub_ps(s0, mNew)));
+            const __m512 p1 = _mm512_maskz_mov_ps(valid1, exp2Neg512(_mm512_sub_ps(s1, mNew)));
+            // bf16 pairs (token 2k low, 2k+1 high) and the same rounded values for the sum.
+            const __m512bh pb = _mm512_cvtne2ps_pbh(p1, p0);
+            __m512i pbits;
+            std::memcpy(&pbits, &pb, sizeof pbits);
+            _mm512_storeu_si512(sc.p.data() + r * T, pbits);
+            const __m512 lo = _mm512_castsi512_ps(_mm512_slli_epi32(pbits, 16));
+            const __m512 hi =
+                _mm512_castsi512_ps(_mm512_and_si512(pbits, _mm512_set1_epi32(int(0xffff0000u))));
+            float* l = sc.lVec.data() + r * 16;
+            _mm512_storeu_ps(l, _mm512_fmadd_ps(_mm512_loadu_ps(l), alpha, _mm512_add_ps(lo, hi)));
+        }
+        std::int64_t r = 0;
+        for (; r + 4 <= R; r += 4)
+            pvBlock<4, DV>(sc, r, pairs);
+        for (; r + 2 <= R; r += 2)
+            pvBlock<2, DV>(sc, r, pairs);
+        for (; r < R; ++r)
+            pvBlock<1, DV>(sc, r, pairs);
+    }
+    // Normalise and undo the interleave's column order.
+    for (std::int64_t r = 0; r < R; ++r) {
+        const float l = _mm512_reduce_add_ps(_mm512_loadu_ps(sc.lVec.data() + r * 16));
+        const float inv = l > 0 ? 1.0f / l : 0.0f;
+        const float* a = sc.acc.data() + r * DV;
+        float* o = sg.out + r * DV;
+        for (int c = 0; c < DV / 32; ++c)
+            for (int half = 0; half < 2; ++half)
+                for (int lane = 0; lane < 16; ++lane)
+                    o[c * 32 + 8 * (lane / 4) + 4 * half + lane % 4] =
+                        a[(2 * c + half) * 16 + lane] * inv;
+        sg.lse[r] = l > 0 ? sc.mRow[std::size_t(r * 16)] + std::log2(l)
+                          : -std::numeric_limits<float>::infinity();
+    }
+}
+
+bool dispatchAttendBf16(const SegmentBf16& sg, std::int64_t keyDim, std::int64_t valueDim,
+                        ScratchBf16& sc) {
+#define KVSCOPE_BF16_CASE(K, V)                                                                    \
+    if (keyDim == K && valueDim == V) {                                                            \
+        attendBf16<K, V>(sg, sc);                                                                  \
+        return true;                                                                               \
+    }
+    KVSCOPE_BF16_CASE(64, 64)
+    KVSCOPE_BF16_CASE(128, 128)
+    KVSCOPE_BF16_CASE(256, 256)
+    KVSCOPE_BF16_CASE(576, 512)
+#undef KVSCOPE_BF16_CASE
+    return false;
+}
+
+bool cpuHasBf16Dot() {
+    return __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+}
+#else
+bool cpuHasBf16Dot() {
+    return false;
+}
+#endif
+
 // --- Ceilings ------------------------------------------------------------------------------------
 KVSCOPE_CLONES
 float sumRegion(const float* p, std::int64_t n) {
@@ -556,6 +892,13 @@ public:
         // Splits: enough work items to keep every thread busy, at least 256 tokens each.
         const std::int64_t streams = s.kind == Attention::Mla ? s.batch : s.batch * s.kvHeads;
         const std::int64_t want = 4 * std::int64_t(pool_.size());
+        // The bf16 dot-product kernel: bf16 or fp8 KV (bf16 queries) on AVX512_BF16 CPUs.
+        // KVSCOPE_CPU_KERNEL=fp32 forces the portable fp32 kernel (for comparisons and tests).
+        const char* force = std::getenv("KVSCOPE_CPU_KERNEL");
+        bf16Dot_ = cpuHasBf16Dot() && (s.dtype == KvDtype::Bf16 || s.dtype == KvDtype::Fp8E4m3) &&
+                   !(force && std::string(force) == "fp32") &&
+                   ((dq == s.valueDim() && (dq == 64 || dq == 128 || dq == 256)) ||
+                    (dq == 576 && s.valueDim() == 512));
         splits_ = int(std::clamp<std::int64_t>((want + streams - 1) / streams, 1,
                                                std::clamp<std::int64_t>(s.context / 256, 1, 256)));
         for (int set = 0; set < sets; ++set) {
@@ -610,6 +953,26 @@ public:
             thread_local std::vector<float> q;
             const std::int64_t stream = item / splits_, split = item % splits_;
             const std::int64_t firstRow = stream * rowsPerStream; // rows are [b][head] in order
+#if KVSCOPE_HAVE_BF16_KERNEL
+            if (bf16Dot_) {
+                SegmentBf16 sg;
+                sg.q = reinterpret_cast<const std::uint16_t*>(in.q.data) + firstRow * dq;
+                sg.rows = rowsPerStream;
+                sg.keyRowBytes = dq * kb;
+                sg.valueRowBytes = dq * kb;
+                sg.keys = in.k.data + stream * S * dq * kb;
+                sg.values = mla ? sg.keys : in.v.data + stream * S * dq * kb;
+                sg.t0 = std::min(S, split * chunk);
+                sg.t1 = std::min(S, sg.t0 + chunk);
+                sg.dtype = s.dtype;
+                sg.scoreScale = qScale;
+                sg.out = partialOut_.data() + (split * rows + firstRow) * dv;
+                sg.lse = partialLse_.data() + split * rows + firstRow;
+                thread_local ScratchBf16 scratch;
+                dispatchAttendBf16(sg, dq, dv, scratch); // widths checked in prepare()
+                return;
+            }
+#endif
             q.resize(std::size_t(rowsPerStream * dq));
             for (std::int64_t r = 0; r < rowsPerStream; ++r)
                 for (std::int64_t j = 0; j < dq; ++j)
@@ -686,9 +1049,12 @@ public:
     }
 
     std::string kernelName() const override {
-        return shape_.kind == Attention::Mla ? "cpu-mla-absorbed" : "cpu-gqa";
+        const std::string name = shape_.kind == Attention::Mla ? "cpu-mla-absorbed" : "cpu-gqa";
+        return bf16Dot_ ? name + "-bf16dot" : name;
     }
-    int splits() const override { return splits_; }
+    int splits() const override {
+        return splits_;
+    }
 
     void release() override {
         sets_.clear();
@@ -721,6 +1087,7 @@ private:
     DecodeShape shape_;
     std::uint64_t seed_ = 0;
     int splits_ = 1;
+    bool bf16Dot_ = false;
     std::vector<InputSet> sets_;
     Buffer out_;
     std::vector<float> partialOut_, partialLse_;

@@ -163,6 +163,38 @@ private Q_SLOTS:
         QCOMPARE(m.flops, countDecode(shape).flops);
     }
 
+    /// Both CPU kernels for bf16/fp8 KV: the AVX512_BF16 dot-product kernel where the CPU has
+    /// it, and the portable fp32 kernel (forced by KVSCOPE_CPU_KERNEL=fp32), on tile edges:
+    /// contexts shorter than, equal to and one past a 16/32-token tile, odd group sizes.
+    void bothKernels_data() {
+        QTest::addColumn<DecodeShape>("shape");
+        QTest::addColumn<bool>("portable");
+        for (bool portable : {false, true})
+            for (KvDtype dt : {KvDtype::Bf16, KvDtype::Fp8E4m3}) {
+                const std::string n = std::string(dtypeName(dt)) + (portable ? " fp32" : " auto");
+                QTest::newRow(("gqa-5 S1 " + n).c_str()) << gqa(10, 2, 64, 1, 1, dt) << portable;
+                QTest::newRow(("gqa-8 S17 " + n).c_str()) << gqa(16, 2, 128, 17, 1, dt) << portable;
+                QTest::newRow(("gqa-7 S32 " + n).c_str()) << gqa(14, 2, 256, 32, 1, dt) << portable;
+                QTest::newRow(("gqa-4 S33 " + n).c_str()) << gqa(8, 2, 128, 33, 3, dt) << portable;
+                QTest::newRow(("mqa S8191 " + n).c_str())
+                    << gqa(9, 1, 128, 8191, 1, dt) << portable;
+                QTest::newRow(("mla h3 S47 " + n).c_str()) << mla(3, 47, 2, dt) << portable;
+            }
+    }
+    void bothKernels() {
+        QFETCH(DecodeShape, shape);
+        QFETCH(bool, portable);
+        if (portable)
+            qputenv("KVSCOPE_CPU_KERNEL", "fp32");
+        auto b = cpu();
+        const Measurement m = b->selfCheck(shape);
+        qunsetenv("KVSCOPE_CPU_KERNEL");
+        QVERIFY2(m.ok, m.error.c_str());
+        QVERIFY(m.maxRelError <= errorBoundFor(shape.dtype));
+        if (portable)
+            QVERIFY2(m.kernel.find("bf16dot") == std::string::npos, m.kernel.c_str());
+    }
+
     void harnessCatchesUnwrittenOutput() {
         auto b = detail::makeHarnessBackend(std::make_unique<BrokenEngine>(BrokenEngine::SkipRun));
         const Measurement m = b->selfCheck(gqa(8, 2, 64, 300, 1, KvDtype::Bf16));
