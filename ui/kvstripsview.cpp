@@ -308,12 +308,15 @@ void KvStripsView::paintFrame(QPainter& p, const QSize& size, const Frame& frame
                               .arg(title_, q(r.variant))
                               .arg(r.tp)
                               .arg(r.dcp > 1 ? tr(" · DCP = %1").arg(r.dcp) : QString());
-    p.drawText(QRectF(16, 8, size.width() * 0.62, titleH), Qt::AlignLeft | Qt::AlignVCenter, title);
-    // The per-GPU cell, big, top right.
+    // The per-GPU cell, big, top right; the title gets what is left, elided, never overlapped.
     const QString big =
         tr("%1 / token / GPU").arg(q(humanBytes(static_cast<double>(r.cellBytesPerTokenPerRank))));
+    const double bigW = QFontMetricsF(titleFont).horizontalAdvance(big);
+    const double titleW = std::max(40.0, size.width() - kRight - 16 - bigW - 24);
+    p.drawText(QRectF(16, 8, titleW, titleH), Qt::AlignLeft | Qt::AlignVCenter,
+               QFontMetricsF(titleFont).elidedText(title, Qt::ElideRight, titleW));
     p.setPen(accentColor(dk));
-    p.drawText(QRectF(size.width() * 0.5, 8, size.width() * 0.5 - kRight, titleH),
+    p.drawText(QRectF(size.width() - kRight - bigW - 4, 8, bigW + 4, titleH),
                Qt::AlignRight | Qt::AlignVCenter, big);
 
     p.setFont(base);

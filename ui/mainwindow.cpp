@@ -30,6 +30,7 @@
 #include <QPushButton>
 #include <QScrollArea>
 #include <QSettings>
+#include <QSlider>
 #include <QTableWidget>
 #include <QToolButton>
 #include <QVBoxLayout>
@@ -224,6 +225,10 @@ void MainWindow::buildViews() {
     resizeDocks({rooflineDock, capacityDock, intensityDock}, {520, 360, 360}, Qt::Horizontal);
 
     connect(controls_, &ControlsPanel::deploymentRequested, this, &MainWindow::requestDeployment);
+    for (QSlider* sl : controls_->findChildren<QSlider*>()) {
+        connect(sl, &QSlider::sliderPressed, this, [this] { setDragging(true); });
+        connect(sl, &QSlider::sliderReleased, this, [this] { setDragging(false); });
+    }
     connect(modelPanel_, &ModelPanel::modelRequested, this,
             [this](const QString& ref) { loadModelRef(ref); });
     connect(modelPanel_, &ModelPanel::openRequested, this, &MainWindow::openConfigDialog);
@@ -491,6 +496,11 @@ void MainWindow::flushRefresh() {
         refreshTimer_.stop();
         refreshNow();
     }
+}
+
+void MainWindow::setDragging(bool dragging) {
+    for (PlotWidget* p : std::initializer_list<PlotWidget*>{roofline_, capacity_, intensity_})
+        p->setDragging(dragging);
 }
 
 void MainWindow::renderNow() {

@@ -60,6 +60,8 @@ public:
 
     /// Runs a pending refresh now (tests, the benchmark, screenshots).
     void flushRefresh();
+    /// Plots drop antialiasing while a slider is held (the benchmark drags this way too).
+    void setDragging(bool dragging);
     /// Refresh, replot every plot immediately and repaint the whole window synchronously.
     void renderNow();
     /// Exports the window or one view by the file's suffix (.png, .svg, .pdf).

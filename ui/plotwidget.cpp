@@ -28,6 +28,12 @@ PlotWidget::PlotWidget(QWidget* parent) : QCustomPlot(parent) {
     sub->setMargins(QMargins(0, 0, 0, 4));
 }
 
+void PlotWidget::setDragging(bool dragging) {
+    setAntialiasedElements(dragging ? QCP::aeNone : QCP::aeAll);
+    if (!dragging)
+        requestReplot();
+}
+
 bool PlotWidget::dark() const {
     return isDark(this);
 }

@@ -18,6 +18,9 @@ public:
     void requestReplot() { replot(QCustomPlot::rpQueuedReplot); }
     /// Vector (PDF, SVG) or raster export chosen by the file's suffix; false on failure.
     bool exportTo(const QString& path, int width = 0, int height = 0);
+    /// While a slider is held: no antialiasing, so replots keep up with the drag; on release
+    /// the plot replots once more at full quality.
+    void setDragging(bool dragging);
 
 protected:
     void changeEvent(QEvent* e) override;

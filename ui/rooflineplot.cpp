@@ -38,6 +38,8 @@ RooflinePlot::RooflinePlot(QWidget* parent) : PlotWidget(parent) {
 }
 
 void RooflinePlot::setData(const RooflineData& data) {
+    if (hasData_ && data == data_)
+        return; // nothing moved (a context or batch step leaves this plot as it is)
     data_ = data;
     hasData_ = true;
     rebuild();
@@ -93,7 +95,7 @@ void RooflinePlot::rebuild() {
             }
     const double x0 = minI / 2.5;
     const double x1 = std::max(maxI, ridge) * 5;
-    const double y0 = decadeFloor(std::min(minY, bw * x0 * 3) / 1.5);
+    const double y0 = decadeFloor(std::min(minY, bw * x0) / 1.5);
     xAxis->setRange(x0, x1);
     yAxis->setRange(y0, peak * 4); // room above the roof for the ridge label
 

@@ -31,6 +31,8 @@ TpPlot::TpPlot(Kind kind, QWidget* parent) : PlotWidget(parent), kind_(kind) {
 }
 
 void TpPlot::setData(const TpData& data) {
+    if (hasData_ && data == data_)
+        return; // nothing moved (a context or batch step leaves this plot as it is)
     data_ = data;
     hasData_ = true;
     rebuild();

@@ -21,6 +21,7 @@ struct VariantPoint {
     bool current = false;
     bool mla = false;
     std::string note; ///< why it was evaluated at another TP, if it was
+    bool operator==(const VariantPoint&) const = default;
 };
 
 struct RooflineData {
@@ -30,6 +31,7 @@ struct RooflineData {
     double ridgeFlopPerByte = 0;
     std::string gpuName;
     std::vector<VariantPoint> variants;
+    bool operator==(const RooflineData&) const = default;
 };
 
 /// Every variant of the model (each valid h_kv, and the latent for MLA) at the current
@@ -42,6 +44,7 @@ struct TpPoint {
     double concurrency = 0;
     double intensityFlopPerByte = 0;
     bool replicated = false;
+    bool operator==(const TpPoint&) const = default;
 };
 
 struct TpSeries {
@@ -50,6 +53,7 @@ struct TpSeries {
     std::int64_t cellBytesPerToken = 0;
     std::int64_t kvHeads = 0; ///< of the GQA series (0 for the latent)
     std::vector<TpPoint> points;
+    bool operator==(const TpSeries&) const = default;
 };
 
 struct TpData {
@@ -60,6 +64,7 @@ struct TpData {
     std::string crossoverText;
     double ridgeFlopPerByte = 0;
     std::int64_t currentTp = 1;
+    bool operator==(const TpData&) const = default;
 };
 
 /// Capacity and intensity against TP at a fixed pool per rank (the chapter's §6 comparison).
