@@ -63,13 +63,19 @@ CompareController::CompareController(MainWindow& w) : QObject(&w), w_(w) {
     table_->verticalHeader()->hide();
     table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
     table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-    table_->horizontalHeader()->setStretchLastSection(true);
+    // The quantity wraps; values and the ratio keep their width.
+    table_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
     table_->setWordWrap(true);
+    table_->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    table_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     crossover_ = new QLabel(body);
     crossover_->setWordWrap(true);
     v->addWidget(header_);
     v->addWidget(table_, 1);
     v->addWidget(crossover_);
+    // Wide enough that every value and phrase reads without scrolling (the bottom docks share
+    // the width with the plots).
+    body->setMinimumWidth(520);
     dock_ = new QDockWidget(tr("Compare A / B"), &w);
     dock_->setObjectName(QStringLiteral("compareDock"));
     dock_->setWidget(body);
@@ -119,9 +125,19 @@ void CompareController::refresh() {
         set(0, q(r.label));
         set(1, formatValue(r.key, r.a));
         set(2, formatValue(r.key, r.b));
-        set(3, q(r.phrase));
+        // The row already names the quantity: "×8 fewer", not "×8 fewer bytes per token ...".
+        QString phrase = q(r.phrase);
+        const QString label = QLatin1Char(' ') + q(r.label);
+        if (phrase.endsWith(label))
+            phrase.chop(label.size());
+        set(3, phrase);
         ++row;
     }
+    table_->resizeRowsToContents();
+    int tableHeight = table_->horizontalHeader()->height() + 2 * table_->frameWidth();
+    for (int r = 0; r < table_->rowCount(); ++r)
+        tableHeight += table_->rowHeight(r);
+    table_->setMinimumHeight(tableHeight);
     crossover_->setText(q(c.crossoverPhrase));
     crossover_->setVisible(!c.crossoverPhrase.empty());
 }

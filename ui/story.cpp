@@ -111,8 +111,11 @@ StoryController::StoryController(MainWindow& w, CompareController* compare)
     caption_->setFont(scaledFont(bar_->font(), 1.25));
     caption_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     caption_->setMinimumWidth(400);
+    // Centred as a block: the bar's height follows the caption's longest wrap.
+    text->addStretch(1);
     text->addWidget(title_);
     text->addWidget(caption_);
+    text->addStretch(1);
     keyNumber_ = new QLabel(bar_);
     keyNumber_->setObjectName(QStringLiteral("storyKeyNumber"));
     keyNumber_->setAlignment(Qt::AlignCenter);
@@ -135,6 +138,7 @@ StoryController::StoryController(MainWindow& w, CompareController* compare)
     toolbar_->toggleViewAction()->setVisible(false);
     toolbar_->addWidget(bar_);
     w.addToolBar(Qt::TopToolBarArea, toolbar_);
+    w.installEventFilter(this);
     toolbar_->hide();
 }
 
@@ -266,12 +270,25 @@ bool StoryController::show(std::size_t index, QString* error) {
     keyNumber_->setText(keyNumberText());
     keyNumber_->setVisible(!keyNumber_->text().isEmpty());
     emphasise(windowViewFor(q(step.highlight.view)));
+    fitBar();
     w_.setWindowTitle(tr("kvscope — %1 (%2 / %3)")
                           .arg(q(story_->title))
                           .arg(cursor_.index() + 1)
                           .arg(cursor_.count()));
     Q_EMIT stepChanged(static_cast<int>(cursor_.index()));
     return true;
+}
+
+void StoryController::fitBar() {
+    // The bar is as tall as the caption needs at the window's width, no taller.
+    if (auto* l = bar_->layout(); l && l->hasHeightForWidth())
+        bar_->setFixedHeight(l->heightForWidth(std::max(640, w_.width() - 16)));
+}
+
+bool StoryController::eventFilter(QObject* o, QEvent* e) {
+    if (o == &w_ && e->type() == QEvent::Resize && story_)
+        fitBar();
+    return QObject::eventFilter(o, e);
 }
 
 QString StoryController::captionText() const {

@@ -56,7 +56,11 @@ Q_SIGNALS:
     void stepChanged(int index);
     void activeChanged(bool active);
 
+protected:
+    bool eventFilter(QObject* o, QEvent* e) override;
+
 private:
+    void fitBar();
     bool show(std::size_t index, QString* error);
     void emphasise(const QString& view);
 
