@@ -64,6 +64,8 @@ MainWindow::MainWindow(Options options, QWidget* parent) : QMainWindow(parent), 
 
     if (auto ref = loadModel("deepseek-v3"); ref.ok())
         mlaReference_ = std::move(ref).value();
+    if (auto ref = loadModel(kDefaultModelId); ref.ok())
+        gqaReference_ = std::move(ref).value();
 
     buildViews();
     buildMenus();
@@ -527,7 +529,8 @@ void MainWindow::refreshNow() {
     numbers_->setReport(report_, previous_);
     strips_->setReport(report_, modelTitle(state_));
     roofline_->setData(computeRoofline(state_, report_));
-    const TpData tp = computeTpSeries(state_, report_, mlaReference_ ? &*mlaReference_ : nullptr);
+    const TpData tp = computeTpSeries(state_, report_, mlaReference_ ? &*mlaReference_ : nullptr,
+                                      gqaReference_ ? &*gqaReference_ : nullptr);
     capacity_->setData(tp);
     intensity_->setData(tp);
     setWindowTitle(tr("kvscope — %1 · %2 · TP %3")

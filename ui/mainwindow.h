@@ -102,6 +102,7 @@ private:
     bool hasState_ = false;
     QTimer refreshTimer_;
     std::optional<kvscope::ModelSpec> mlaReference_;
+    std::optional<kvscope::ModelSpec> gqaReference_;
     QString modelPanelKey_;
 
     QWidget* banner_ = nullptr;

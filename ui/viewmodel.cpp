@@ -100,7 +100,8 @@ RooflineData computeRoofline(const AppState& s, const Report& current) {
     return out;
 }
 
-TpData computeTpSeries(const AppState& s, const Report& current, const ModelSpec* mlaReference) {
+TpData computeTpSeries(const AppState& s, const Report& current, const ModelSpec* mlaReference,
+                       const ModelSpec* gqaReference) {
     TpData out;
     out.currentTp = current.tp;
     out.ridgeFlopPerByte = current.ridgeFlopPerByte;
@@ -117,7 +118,16 @@ TpData computeTpSeries(const AppState& s, const Report& current, const ModelSpec
 
     // The counterpart: an MLA model against its GQA what-if (h_kv = 8 when h allows) and back;
     // a GQA-family model against the bundled MLA reference's latent.
-    if (s.model.mla) {
+    if (s.model.mla && !s.deployment.kvHeads && gqaReference && !gqaReference->mla) {
+        Deployment d = base;
+        d.kvHeads.reset();
+        d.tp = 1;
+        d.dcp = 1;
+        if (d.kvDtype == KvDtype::FP8DsMla)
+            d.kvDtype = KvDtype::FP8;
+        out.counterpart = evaluateSeries(*gqaReference, s.gpu, d, maxTp,
+                                         seriesLabel(*gqaReference, std::nullopt));
+    } else if (s.model.mla) {
         Deployment d = base;
         if (s.deployment.kvHeads) {
             d.kvHeads.reset();

@@ -68,9 +68,13 @@ struct TpData {
 };
 
 /// Capacity and intensity against TP at a fixed pool per rank (the chapter's §6 comparison).
-/// `mlaReference` is the MLA model a GQA model is compared with (DeepSeek-V3 when bundled).
+/// `mlaReference` is the MLA model a GQA model is compared with (DeepSeek-V3 when bundled);
+/// `gqaReference` the GQA model an MLA model's latent is compared with (Llama-3-70B), so both
+/// directions draw the chapter's pair and its 4.66 crossover. Without it an MLA model is
+/// compared with its own GQA what-if.
 TpData computeTpSeries(const AppState& s, const kvscope::Report& current,
-                       const kvscope::ModelSpec* mlaReference);
+                       const kvscope::ModelSpec* mlaReference,
+                       const kvscope::ModelSpec* gqaReference = nullptr);
 
 /// A deployment moved onto another model: keeps what still validates (TP, DCP, dtype),
 /// drops an h_kv what-if the new model does not have, falls back to TP=1 / DCP=1.
