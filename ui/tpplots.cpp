@@ -66,7 +66,10 @@ void TpPlot::rebuild() {
     if (title_)
         title_->setText(
             kind_ == Kind::Capacity
-                ? tr("pool fixed at %1 GiB per GPU").arg(q(fixed(data_.poolGiBPerRank, 1)))
+                ? tr("pool fixed at %1 GiB per GPU").arg(q(fixed(data_.poolGiBPerRank, 1))) +
+                      (data_.crossoverTp || data_.crossoverText.empty()
+                           ? QString()
+                           : QStringLiteral("\n") + q(data_.crossoverText))
                 : tr("FLOP per byte of KV read, per GPU"));
     if (!hasData_ || data_.primary.points.empty())
         return;
@@ -163,9 +166,6 @@ void TpPlot::rebuild() {
                            Qt::AlignRight | Qt::AlignTop, textColor(), 0.95, true);
         t->setTextAlignment(Qt::AlignRight);
         t->setBrush(QBrush(palette().color(QPalette::Base)));
-    } else if (kind_ == Kind::Capacity && !data_.crossoverText.empty()) {
-        addLabel(0.85, yAxis->range().lower * 1.3, q(data_.crossoverText),
-                 Qt::AlignLeft | Qt::AlignBottom, textColor(), 0.9);
     }
 }
 
