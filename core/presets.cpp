@@ -30,9 +30,7 @@ bool looksLikePath(const std::string& s) {
            (s.size() > 5 && s.substr(s.size() - 5) == ".json");
 }
 
-} // namespace
-
-std::vector<PresetInfo> modelPresets() {
+std::vector<PresetInfo> scanModelPresets() {
     std::vector<PresetInfo> out;
     for (const auto& f : embedded::files()) {
         if (f.path.rfind("models/", 0) != 0)
@@ -64,7 +62,7 @@ std::vector<PresetInfo> modelPresets() {
     return out;
 }
 
-std::vector<PresetInfo> gpuPresets() {
+std::vector<PresetInfo> scanGpuPresets() {
     std::vector<PresetInfo> out;
     for (const auto& f : embedded::files()) {
         if (f.path.rfind("gpus/", 0) != 0)
@@ -85,6 +83,18 @@ std::vector<PresetInfo> gpuPresets() {
         return a.id < b.id;
     });
     return out;
+}
+
+} // namespace
+
+const std::vector<PresetInfo>& modelPresets() {
+    static const std::vector<PresetInfo> presets = scanModelPresets();
+    return presets;
+}
+
+const std::vector<PresetInfo>& gpuPresets() {
+    static const std::vector<PresetInfo> presets = scanGpuPresets();
+    return presets;
 }
 
 std::string modelPresetJson(const std::string& id) {

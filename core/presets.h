@@ -19,8 +19,10 @@ struct PresetInfo {
 inline constexpr const char* kDefaultModelId = "llama-3-70b";
 inline constexpr const char* kDefaultGpuId = "h100-sxm";
 
-std::vector<PresetInfo> modelPresets();
-std::vector<PresetInfo> gpuPresets();
+/// The bundled presets, default first. Computed once (the embedded files never change), so
+/// callers on a GUI's hot path may ask every frame.
+const std::vector<PresetInfo>& modelPresets();
+const std::vector<PresetInfo>& gpuPresets();
 
 /// The raw config.json text of a bundled model preset ("" when unknown).
 std::string modelPresetJson(const std::string& id);

@@ -539,7 +539,7 @@ void MainWindow::refreshNow() {
 }
 
 void MainWindow::stepModelPreset(int delta) {
-    const auto presets = modelPresets();
+    const auto& presets = modelPresets();
     if (presets.empty())
         return;
     int i = 0;
@@ -552,7 +552,7 @@ void MainWindow::stepModelPreset(int delta) {
 }
 
 void MainWindow::stepGpuPreset(int delta) {
-    const auto presets = gpuPresets();
+    const auto& presets = gpuPresets();
     if (presets.empty())
         return;
     int i = 0;
