@@ -1,8 +1,8 @@
 #include "ui/measure.h"
 
 #include "core/format.h"
+#include "gpu/measureplan.h"
 #include "ui/mainwindow.h"
-#include "ui/measureplan.h"
 #include "ui/rooflineplot.h"
 
 #include <QHBoxLayout>

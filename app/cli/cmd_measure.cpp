@@ -8,6 +8,7 @@
 #include "core/presets.h"
 #include "gpu/backend.h"
 #include "gpu/measurement_json.h"
+#include "gpu/measureplan.h"
 
 #include <algorithm>
 #include <array>
@@ -20,28 +21,7 @@
 namespace kvscope::cli {
 namespace {
 
-struct Planned {
-    gpu::DecodeShape shape;
-    std::string variant;
-    std::string skip; ///< non-empty: not run, and why
-};
-
-bool tpValid(std::int64_t h, std::int64_t hkv, std::int64_t tp) {
-    if (h % tp != 0)
-        return false;
-    if (hkv >= tp)
-        return hkv % tp == 0;
-    return tp % hkv == 0;
-}
-
-/// Head dim for the GQA-family variants of a model: its own, or for an MLA model (whose
-/// q/k width 192 no kernel takes) the value head dim, when the kernels support it.
-std::int64_t gqaHeadDim(const ModelSpec& m) {
-    auto ok = [](std::int64_t d) { return d == 64 || d == 128 || d == 256; };
-    if (m.mla && ok(m.vHeadDim.value))
-        return m.vHeadDim.value;
-    return m.headDim.value;
-}
+using Planned = PlannedShape;
 
 /// The coverage set of --self-check without --model: every kernel, knob and dtype the
 /// backend takes, odd group sizes and contexts (padding, masking), split and unsplit grids.
@@ -161,50 +141,15 @@ int runMeasure(const Args& args) {
         if (h % tpSize != 0)
             return fail("--tp: " + std::to_string(tpSize) + " does not divide the " +
                         std::to_string(h) + " query heads of " + m.name);
-        const std::int64_t hRank = h / tpSize;
-        auto gqaShape = [&](std::int64_t hkv, std::int64_t S, std::int64_t B) {
-            Planned p;
-            p.variant = variantLabel(m, hkv);
-            p.shape.kind = gpu::Attention::Gqa;
-            p.shape.batch = B;
-            p.shape.qHeads = hRank;
-            p.shape.kvHeads = std::max<std::int64_t>(1, hkv / tpSize);
-            p.shape.headDim = gqaHeadDim(m);
-            p.shape.context = S;
-            p.shape.dtype = *dtype;
-            if (!tpValid(h, hkv, tpSize))
-                p.skip = "TP=" + std::to_string(tpSize) + " is invalid with " +
-                         std::to_string(hkv) + " KV heads";
-            return p;
-        };
-        auto mlaShape = [&](std::int64_t S, std::int64_t B) {
-            Planned p;
-            p.variant = "MLA";
-            p.shape.kind = gpu::Attention::Mla;
-            p.shape.batch = B;
-            p.shape.qHeads = hRank;
-            p.shape.kvHeads = 1;
-            p.shape.kvLoraRank = m.kvLoraRank.value;
-            p.shape.ropeDim = m.qkRopeHeadDim.value;
-            p.shape.context = S;
-            p.shape.dtype = *dtype;
-            return p;
-        };
-        auto natural = [&](std::int64_t S, std::int64_t B) {
-            return m.mla ? mlaShape(S, B) : gqaShape(m.kvHeads.value, S, B);
-        };
         if (sweep == "variants") {
-            for (std::int64_t hkv : validKvHeadCounts(m))
-                plan.push_back(gqaShape(hkv, context, batch));
-            if (m.mla)
-                plan.push_back(mlaShape(context, batch));
+            plan = variantShapes(m, tpSize, context, batch, *dtype);
         } else if (sweep == "context") {
             std::vector<std::int64_t> contexts;
             for (std::int64_t s = 1024; s < context; s *= 2)
                 contexts.push_back(s);
             contexts.push_back(context);
             for (std::int64_t s : contexts)
-                plan.push_back(natural(s, batch));
+                plan.push_back(naturalShape(m, tpSize, s, batch, *dtype));
         } else {
             const std::int64_t maxBatch = batchFlag.value_or(cuda ? 64 : 8);
             std::vector<std::int64_t> batches;
@@ -212,7 +157,7 @@ int runMeasure(const Args& args) {
                 batches.push_back(b);
             batches.push_back(maxBatch);
             for (std::int64_t b : batches)
-                plan.push_back(natural(context, b));
+                plan.push_back(naturalShape(m, tpSize, context, b, *dtype));
         }
     } else {
         plan = coverageShapes(backendName);

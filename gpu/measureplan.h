@@ -1,0 +1,37 @@
+// Which decode shapes a measurement runs for a model: the seam where core (the model, its
+// variants and the engines' TP rules) meets gpu (the kernels' shapes). Used by
+// `kvscope-cli measure` and the GUI's Measure action. Its own target, kvscope_measureplan, so
+// that kvscope_gpu itself stays free of core.
+#pragma once
+
+#include "core/model.h"
+#include "gpu/backend.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kvscope {
+
+struct PlannedShape {
+    gpu::DecodeShape shape;
+    std::string variant; ///< "GQA-8", "MLA"
+    std::string skip;    ///< non-empty: not run, and why
+};
+
+/// One decode step of `m` at tensor-parallel size `tp`, per rank: the GQA-family variant with
+/// `kvHeads` KV heads (an MLA model's GQA what-ifs use its value head dim, which the kernels
+/// take), or, with kvHeads = 0, MLA's absorbed latent. A TP the engines would refuse for that
+/// head count comes back with `skip` set.
+PlannedShape planShape(const ModelSpec& m, std::int64_t kvHeads, std::int64_t tp,
+                       std::int64_t context, std::int64_t batch, gpu::KvDtype dtype);
+
+/// The shape a model runs as shipped: its own KV heads, or its latent for MLA.
+PlannedShape naturalShape(const ModelSpec& m, std::int64_t tp, std::int64_t context,
+                          std::int64_t batch, gpu::KvDtype dtype);
+
+/// One shape per valid KV-head count of `m` (MHA … MQA), plus MLA for a latent model.
+std::vector<PlannedShape> variantShapes(const ModelSpec& m, std::int64_t tp, std::int64_t context,
+                                        std::int64_t batch, gpu::KvDtype dtype);
+
+} // namespace kvscope
