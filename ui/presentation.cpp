@@ -6,6 +6,7 @@
 
 #include <QAction>
 #include <QApplication>
+#include <QDockWidget>
 #include <QGridLayout>
 #include <QKeyEvent>
 #include <QLabel>
@@ -131,6 +132,12 @@ void PresentationController::setActive(bool on, bool fullScreen) {
         f.setPointSizeF(f.pointSizeF() * kFontScale);
         w_.setFont(f);
         w_.setPalette(highContrast());
+        // The room sees the views, not the controls: every control has a key (F1 lists them),
+        // so the side docks give their width to the strips and the plots at 1080p.
+        oldLayout_ = w_.saveState();
+        for (const char* name : {"controlsDock", "modelDock", "gpuDock"})
+            if (auto* d = w_.findChild<QDockWidget*>(QLatin1String(name)))
+                d->hide();
         for (auto* plot : w_.findChildren<QCustomPlot*>()) {
             connect(plot, &QCustomPlot::beforeReplot, this, &PresentationController::thicken,
                     Qt::UniqueConnection);
@@ -141,6 +148,7 @@ void PresentationController::setActive(bool on, bool fullScreen) {
     } else {
         w_.setFont(oldFont_);
         w_.setPalette(oldPalette_);
+        w_.restoreState(oldLayout_);
         for (auto* plot : w_.findChildren<QCustomPlot*>()) {
             disconnect(plot, &QCustomPlot::beforeReplot, this, &PresentationController::thicken);
             // Thickened graphs are rebuilt at their normal width on the next state.

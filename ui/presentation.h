@@ -2,6 +2,7 @@
 // and a help overlay listing every shortcut of the window (F5 / "?" toggle them).
 #pragma once
 
+#include <QByteArray>
 #include <QFont>
 #include <QObject>
 #include <QPalette>
@@ -38,6 +39,7 @@ private:
     bool active_ = false;
     bool wasFullScreen_ = false;
     QFont oldFont_;
+    QByteArray oldLayout_; ///< dock layout before presenting (the side docks are hidden)
     QPalette oldPalette_;
     QPointer<QWidget> help_;
 };

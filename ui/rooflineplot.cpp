@@ -34,6 +34,7 @@ RooflinePlot::RooflinePlot(QWidget* parent) : PlotWidget(parent) {
     xAxis->setLabel(tr("decode-attention intensity (FLOP / byte)"));
     legend->setVisible(false); // every line and point is labelled where it is
     yAxis->setLabel(tr("attainable FLOP/s"));
+    connect(this, &QCustomPlot::afterLayout, this, &RooflinePlot::fitCallout);
     rebuild();
 }
 
@@ -65,6 +66,19 @@ void RooflinePlot::setMeasuredVisible(bool visible) {
     rebuild();
     requestReplot();
     Q_EMIT measuredVisibleChanged(visible);
+}
+
+void RooflinePlot::fitCallout() {
+    // A narrow plot (presentation fonts, four docks across 1080p) shrinks the callout's font
+    // rather than clipping its left edge.
+    if (!callout_)
+        return;
+    QFont f = calloutFont_;
+    const int textWidth = QFontMetrics(f).boundingRect(QRect(), 0, callout_->text()).width() + 14;
+    const int room = axisRect()->width() * 94 / 100;
+    if (room > 80 && textWidth > room)
+        f.setPointSizeF(f.pointSizeF() * room / textWidth);
+    callout_->setFont(f);
 }
 
 void RooflinePlot::rebuild() {
@@ -215,6 +229,8 @@ void RooflinePlot::rebuild() {
             text += tr("\nsame per GPU: %1").arg(sameAsCurrent.join(QStringLiteral(", ")));
         t->setText(text);
         t->setFont(labelFont(1.15, true));
+        callout_ = t;
+        calloutFont_ = t->font();
         t->setColor(acc);
         t->setBrush(QBrush(palette().color(QPalette::Base)));
         t->setPen(QPen(acc, 1));

@@ -7,6 +7,8 @@
 #include "ui/plotwidget.h"
 #include "ui/viewmodel.h"
 
+#include <QPointer>
+
 namespace kvscope::ui {
 
 class RooflinePlot : public PlotWidget {
@@ -29,7 +31,12 @@ protected:
     void mouseMoveEvent(QMouseEvent* e) override;
 
 private:
+    /// Shrinks the current-configuration callout to the axis rect (run after each layout).
+    void fitCallout();
+
     RooflineData data_;
+    QPointer<QCPItemText> callout_;
+    QFont calloutFont_;
     QVector<MeasuredPoint> measured_;
     MeasuredCeilings ceilings_;
     bool measuredVisible_ = true;
