@@ -16,11 +16,12 @@ run | test | setup) ;;
     ;;
 esac
 
-# Debian packages the build, the app and the tests need. nvcc is optional (CUDA backend).
+# Debian packages the build, the app and the tests need (poppler-utils: the PDF-report test
+# renders page 1 to check it is not blank). nvcc is optional (CUDA backend).
 packages=(cmake ninja-build g++ pkg-config
     qt6-base-dev qt6-svg-dev libqcustomplot-dev nlohmann-json3-dev
     clang libclang-rt-dev
-    fonts-dejavu-core)
+    fonts-dejavu-core poppler-utils)
 
 missing=()
 for p in "${packages[@]}"; do
