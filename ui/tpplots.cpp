@@ -161,10 +161,13 @@ void TpPlot::rebuild() {
         // Under the point where the two lines meet (the MLA series is flat there).
         const TpSeries& mla = data_.primary.mla ? data_.primary : *data_.counterpart;
         const double y = valueOf(mla.points.front());
-        auto* t = addLabel(*data_.crossoverTp * 0.95, y / 1.5,
+        // Left of the line, unless that would run off the axis (a crossover near TP = 1).
+        const bool right = *data_.crossoverTp < 3;
+        auto* t = addLabel(*data_.crossoverTp * (right ? 1.05 : 0.95), y / 1.5,
                            tr("crossover\nTP = %1").arg(q(fixed(*data_.crossoverTp, 2))),
-                           Qt::AlignRight | Qt::AlignTop, textColor(), 0.95, true);
-        t->setTextAlignment(Qt::AlignRight);
+                           (right ? Qt::AlignLeft : Qt::AlignRight) | Qt::AlignTop, textColor(),
+                           0.95, true);
+        t->setTextAlignment(right ? Qt::AlignLeft : Qt::AlignRight);
         t->setBrush(QBrush(palette().color(QPalette::Base)));
     }
 }
