@@ -1,5 +1,6 @@
 // CPU measurement backend: every variant and dtype against the double reference, the harness's
 // own checks (poisoned outputs, mismatches), counting, error values, JSON and a real timing.
+#include "decode_shapes.h"
 #include "gpu/backend.h"
 #include "gpu/engine.h"
 #include "gpu/measurement_json.h"
@@ -9,32 +10,11 @@
 #include <cmath>
 
 using namespace kvscope::gpu;
+using kvscope::gpu::testing::gqa;
+using kvscope::gpu::testing::mla;
 Q_DECLARE_METATYPE(kvscope::gpu::DecodeShape)
 
 namespace {
-
-DecodeShape gqa(std::int64_t h, std::int64_t hkv, std::int64_t d, std::int64_t S, std::int64_t B,
-                KvDtype dt) {
-    DecodeShape s;
-    s.kind = Attention::Gqa;
-    s.qHeads = h;
-    s.kvHeads = hkv;
-    s.headDim = d;
-    s.context = S;
-    s.batch = B;
-    s.dtype = dt;
-    return s;
-}
-DecodeShape mla(std::int64_t h, std::int64_t S, std::int64_t B, KvDtype dt) {
-    DecodeShape s;
-    s.kind = Attention::Mla;
-    s.qHeads = h;
-    s.kvHeads = 1;
-    s.context = S;
-    s.batch = B;
-    s.dtype = dt;
-    return s;
-}
 
 /// Wraps the CPU engine and breaks it on purpose, to prove the harness notices.
 class BrokenEngine final : public detail::Engine {

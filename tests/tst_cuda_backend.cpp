@@ -1,36 +1,17 @@
 // CUDA measurement backend: every kernel, knob and dtype against the double reference on the
 // GPU, the ceilings, and one real measurement. Registered with CTest only where a GPU exists.
+#include "decode_shapes.h"
 #include "gpu/backend.h"
 
 #include <QtTest>
 #include <cmath>
 
 using namespace kvscope::gpu;
+using kvscope::gpu::testing::gqa;
+using kvscope::gpu::testing::mla;
 Q_DECLARE_METATYPE(kvscope::gpu::DecodeShape)
 
-namespace {
-DecodeShape gqa(std::int64_t h, std::int64_t hkv, std::int64_t d, std::int64_t S, std::int64_t B,
-                KvDtype dt) {
-    DecodeShape s;
-    s.qHeads = h;
-    s.kvHeads = hkv;
-    s.headDim = d;
-    s.context = S;
-    s.batch = B;
-    s.dtype = dt;
-    return s;
-}
-DecodeShape mla(std::int64_t h, std::int64_t S, std::int64_t B, KvDtype dt) {
-    DecodeShape s;
-    s.kind = Attention::Mla;
-    s.qHeads = h;
-    s.kvHeads = 1;
-    s.context = S;
-    s.batch = B;
-    s.dtype = dt;
-    return s;
-}
-} // namespace
+namespace {} // namespace
 
 class TestCudaBackend : public QObject {
     Q_OBJECT
