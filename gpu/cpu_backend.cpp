@@ -402,10 +402,10 @@ struct SegmentBf16 {
 
 struct ScratchBf16 {
     std::vector<std::uint16_t> kTile, vTile; // decoded/padded tiles when needed
-    std::vector<std::uint32_t> vPairs;       // [8 pairs][valueDim / 16]
-    std::vector<float> acc, mRow, alpha;     // [rows][valueDim], [rows], [rows]
-    std::vector<float> lVec;                 // [rows]
-    std::vector<std::uint32_t> p;            // [rows][8] bf16 probability pairs
+    std::vector<float> acc, mRow, alpha;     // [rows][valueDim], [rows][16], [rows]
+    std::vector<float> lVec;                 // [rows][16]
+    std::vector<float> s;                    // [rows][tile] scaled scores, -inf past the end
+    std::vector<std::uint32_t> p;            // [rows][tile / 2] bf16 probability pairs
 };
 
 /// fp8 e4m3 -> bf16 bits, exact (3 mantissa bits and exponents 2^-9..2^8 fit in bf16).
@@ -421,7 +421,7 @@ const std::uint16_t* fp8ToBf16Table() {
 }
 
 /// Sums of 16 vectors: lane i of the result is the sum of the 16 lanes of v[i].
-KVSCOPE_BF16_TARGET inline __m512 transposeSum16(__m512 v[16]) {
+KVSCOPE_BF16_TARGET inline __attribute__((always_inline)) __m512 transposeSum16(__m512 v[16]) {
     __m512 a[8], b[4], c[2];
     for (int i = 0; i < 8; ++i) // per 128-bit lane: v2i parts at 0 and 2, v2i+1 parts at 1 and 3
         a[i] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]),
@@ -478,33 +478,44 @@ void stageTile(const std::uint8_t* src, std::int64_t srcStride, int n, int width
     }
 }
 
-/// O[r..r+RB) = alpha * O + P V over `pairs` token pairs of the tile: RB rows x 4 output
-/// vectors share every V load.
+/// O[r..r+RB) = alpha * O + P V over `pairs` token pairs of the tile. V rows 2p and 2p+1 are
+/// interleaved in registers (vpunpckl/hwd) so vdpbf16ps adds two tokens per lane; each pass
+/// keeps RB rows x CB output vectors in registers and shares every V load and shuffle among
+/// the RB rows. (Interleaving through a scratch tile instead cost ~1.6x at g = 1..2: the
+/// stores and reloads, and 4-deep accumulator chains.)
 template <int RB, int DV>
-KVSCOPE_BF16_TARGET inline void pvBlock(ScratchBf16& sc, std::int64_t r, int pairs) {
+KVSCOPE_BF16_TARGET inline void pvBlock(ScratchBf16& sc, std::int64_t r, const std::uint8_t* v,
+                                        std::int64_t stride, int pairs) {
     constexpr int NVC = DV / 16;
-    for (int cb = 0; cb < NVC; cb += 4) {
-        __m512 o[RB][4];
+    constexpr int CB = 16 / RB < NVC ? 16 / RB : NVC; // output vectors per pass (even)
+    float* acc = sc.acc.data();
+    const std::uint32_t* p = sc.p.data();
+    for (int cb = 0; cb < NVC; cb += CB) {
+        __m512 o[RB][CB];
         for (int rb = 0; rb < RB; ++rb) {
             const __m512 al = _mm512_set1_ps(sc.alpha[std::size_t(r + rb)]);
-            for (int j = 0; j < 4; ++j)
-                o[rb][j] = _mm512_mul_ps(
-                    _mm512_loadu_ps(sc.acc.data() + (r + rb) * DV + (cb + j) * 16), al);
+            for (int j = 0; j < CB; ++j)
+                o[rb][j] = _mm512_mul_ps(_mm512_loadu_ps(acc + (r + rb) * DV + (cb + j) * 16), al);
         }
         for (int pr = 0; pr < pairs; ++pr) {
+            const std::uint8_t* a = v + (2 * pr) * stride + cb * 32;
+            const std::uint8_t* b = a + stride;
             __m512i bc[RB];
             for (int rb = 0; rb < RB; ++rb)
-                bc[rb] = _mm512_set1_epi32(int(sc.p[std::size_t((r + rb) * kBf16Tile + pr)]));
-            for (int j = 0; j < 4; ++j) {
-                const __m512i v =
-                    _mm512_loadu_si512(sc.vPairs.data() + std::size_t((pr * NVC + cb + j) * 16));
-                for (int rb = 0; rb < RB; ++rb)
-                    o[rb][j] = _mm512_dpbf16_ps(o[rb][j], asBh(bc[rb]), asBh(v));
+                bc[rb] = _mm512_set1_epi32(int(p[std::size_t((r + rb) * kBf16Tile / 2 + pr)]));
+            for (int c = 0; c < CB / 2; ++c) {
+                const __m512i x = _mm512_loadu_si512(a + c * 64);
+                const __m512i y = _mm512_loadu_si512(b + c * 64);
+                const __m512i lo = _mm512_unpacklo_epi16(x, y), hi = _mm512_unpackhi_epi16(x, y);
+                for (int rb = 0; rb < RB; ++rb) {
+                    o[rb][2 * c] = _mm512_dpbf16_ps(o[rb][2 * c], asBh(bc[rb]), asBh(lo));
+                    o[rb][2 * c + 1] = _mm512_dpbf16_ps(o[rb][2 * c + 1], asBh(bc[rb]), asBh(hi));
+                }
             }
         }
         for (int rb = 0; rb < RB; ++rb)
-            for (int j = 0; j < 4; ++j)
-                _mm512_storeu_ps(sc.acc.data() + (r + rb) * DV + (cb + j) * 16, o[rb][j]);
+            for (int j = 0; j < CB; ++j)
+                _mm512_storeu_ps(acc + (r + rb) * DV + (cb + j) * 16, o[rb][j]);
     }
 }
 
@@ -516,10 +527,13 @@ KVSCOPE_BF16_TARGET inline __m512 broadcastMax(__m512 x) {
     return _mm512_max_ps(x, _mm512_permute_ps(x, 0xb1));
 }
 
+// The two score routines stay out of line: inlined into the row loop, GCC interleaved and
+// spilled their 16 accumulators and g 1..16 ran 1.1-1.8x slower (measured, NOTES.md).
+
 /// q . k for the 16 key rows at k, k + stride, ...: lane i is token i (unscaled).
 template <int DK>
-KVSCOPE_BF16_TARGET inline __m512 scores16(const std::uint16_t* qr, const std::uint8_t* k,
-                                           std::int64_t stride) {
+KVSCOPE_BF16_TARGET __attribute__((noinline)) __m512
+scores16(const std::uint16_t* qr, const std::uint8_t* k, std::int64_t stride) {
     constexpr int NKC = DK / 32;
     __m512 part[16];
     if constexpr (NKC <= 8) {
@@ -546,20 +560,97 @@ KVSCOPE_BF16_TARGET inline __m512 scores16(const std::uint16_t* qr, const std::u
     return transposeSum16(part);
 }
 
-/// DK, DV: key and value widths in elements (multiples of 32).
+/// Two query rows against 8 key rows, unscaled: lanes 0-7 are row a's tokens, lanes 8-15 row
+/// b's. Every K load serves both rows (half the loads of two scores16 calls).
+template <int DK>
+KVSCOPE_BF16_TARGET __attribute__((noinline)) __m512
+scores8x2(const std::uint16_t* qa, const std::uint16_t* qb, const std::uint8_t* k,
+          std::int64_t stride) {
+    constexpr int NKC = DK / 32;
+    __m512 part[16];
+    for (int i = 0; i < 16; ++i)
+        part[i] = _mm512_setzero_ps();
+    if constexpr (NKC <= 4) { // both rows' query chunks stay in registers
+        __m512i q0[NKC], q1[NKC];
+        for (int c = 0; c < NKC; ++c) {
+            q0[c] = _mm512_loadu_si512(qa + c * 32);
+            q1[c] = _mm512_loadu_si512(qb + c * 32);
+        }
+        for (int i = 0; i < 8; ++i)
+            for (int c = 0; c < NKC; ++c) {
+                const __m512i kc = _mm512_loadu_si512(k + i * stride + c * 64);
+                part[i] = _mm512_dpbf16_ps(part[i], asBh(q0[c]), asBh(kc));
+                part[8 + i] = _mm512_dpbf16_ps(part[8 + i], asBh(q1[c]), asBh(kc));
+            }
+    } else {
+        for (int c = 0; c < NKC; ++c) {
+            const __m512i q0 = _mm512_loadu_si512(qa + c * 32);
+            const __m512i q1 = _mm512_loadu_si512(qb + c * 32);
+            for (int i = 0; i < 8; ++i) {
+                const __m512i kc = _mm512_loadu_si512(k + i * stride + c * 64);
+                part[i] = _mm512_dpbf16_ps(part[i], asBh(q0), asBh(kc));
+                part[8 + i] = _mm512_dpbf16_ps(part[8 + i], asBh(q1), asBh(kc));
+            }
+        }
+    }
+    return transposeSum16(part);
+}
+
+/// Online-softmax update of SR consecutive rows from their tile scores (sc.s): new running max,
+/// the rescale alpha of the old accumulators, bf16 probability pairs, and the sum of exactly
+/// those rounded probabilities. Several rows per call so their exp chains overlap.
+template <int SR>
+KVSCOPE_BF16_TARGET inline void softmaxRows(ScratchBf16& sc, std::int64_t r0, __mmask16 valid0,
+                                            __mmask16 valid1) {
+    constexpr int T = int(kBf16Tile);
+    for (int i = 0; i < SR; ++i) {
+        const std::int64_t r = r0 + i;
+        const __m512 s0 = _mm512_loadu_ps(sc.s.data() + r * T);
+        const __m512 s1 = _mm512_loadu_ps(sc.s.data() + r * T + 16);
+        float* mRow = sc.mRow.data() + r * 16; // the running max in every lane
+        const __m512 mOld = _mm512_loadu_ps(mRow);
+        const __m512 mNew = _mm512_max_ps(mOld, broadcastMax(_mm512_max_ps(s0, s1)));
+        _mm512_storeu_ps(mRow, mNew);
+        const __m512 alpha = exp2Neg512(_mm512_sub_ps(mOld, mNew)); // ~0 on the first tile
+        sc.alpha[std::size_t(r)] = _mm512_cvtss_f32(alpha);
+        const __m512 p0 = _mm512_maskz_mov_ps(valid0, exp2Neg512(_mm512_sub_ps(s0, mNew)));
+        const __m512 p1 = _mm512_maskz_mov_ps(valid1, exp2Neg512(_mm512_sub_ps(s1, mNew)));
+        // bf16 pairs (token 2k low, 2k+1 high) and the same rounded values for the sum.
+        const __m512bh pb = _mm512_cvtne2ps_pbh(p1, p0);
+        __m512i pbits;
+        std::memcpy(&pbits, &pb, sizeof pbits);
+        _mm512_storeu_si512(sc.p.data() + r * T / 2, pbits);
+        const __m512 lo = _mm512_castsi512_ps(_mm512_slli_epi32(pbits, 16));
+        const __m512 hi =
+            _mm512_castsi512_ps(_mm512_and_si512(pbits, _mm512_set1_epi32(int(0xffff0000u))));
+        float* l = sc.lVec.data() + r * 16;
+        _mm512_storeu_ps(l, _mm512_fmadd_ps(_mm512_loadu_ps(l), alpha, _mm512_add_ps(lo, hi)));
+    }
+}
+
+/// Scaled scores with -inf past the end of the tile.
+KVSCOPE_BF16_TARGET inline __m512 keepScaled(__m512 scale, __mmask16 valid, __m512 raw) {
+    return _mm512_mask_mov_ps(_mm512_set1_ps(-std::numeric_limits<float>::infinity()), valid,
+                              _mm512_mul_ps(raw, scale));
+}
+
+/// DK, DV: key and value widths in elements (multiples of 32). Per 32-token tile, three phases
+/// over all rows of the stream, so independent rows overlap in the core: scores (two rows per
+/// K load), the online-softmax update, then O += P V (four rows per V load).
 template <int DK, int DV>
 KVSCOPE_BF16_TARGET void attendBf16(const SegmentBf16& sg, ScratchBf16& sc) {
-    constexpr int T = int(kBf16Tile), NVC = DV / 16; // key chunks of 32, value zmm of 16
+    constexpr int T = int(kBf16Tile);
     const std::int64_t R = sg.rows;
     const bool shared = sg.values == sg.keys;
     const bool fp8 = sg.dtype != KvDtype::Bf16;
-    sc.vPairs.resize(std::size_t(T / 2 * NVC * 16));
     sc.acc.assign(std::size_t(R * DV), 0.0f);
     sc.mRow.assign(std::size_t(R * 16), -std::numeric_limits<float>::infinity());
     sc.alpha.resize(std::size_t(R));
     sc.lVec.assign(std::size_t(R * 16), 0.0f);
-    sc.p.resize(std::size_t(R * T));
+    sc.s.resize(std::size_t(R * T));
+    sc.p.resize(std::size_t(R * T / 2));
     const __m512 scale = _mm512_set1_ps(sg.scoreScale);
+    const __m512 minusInf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
     for (std::int64_t t = sg.t0; t < sg.t1; t += T) {
         const int n = int(std::min<std::int64_t>(T, sg.t1 - t));
         // K (and V) tile as bf16 rows: straight from the cache when possible, else decoded or
@@ -581,63 +672,49 @@ KVSCOPE_BF16_TARGET void attendBf16(const SegmentBf16& sg, ScratchBf16& sc) {
                 vStride = DV * 2;
             }
         }
-        // No software prefetch: the hardware streamers follow the K and V streams; a burst of
-        // 2 x 128 prefetches per tile (tried 2, 4, 8 tiles ahead) filled the miss queue and cost
-        // 1.4-1.9x at g 1..8 from DRAM (NOTES.md, CPU section).
-        // V rows interleaved in token pairs: word 2j = token 2p, word 2j+1 = token 2p+1.
-        const int pairs = (n + 1) / 2;
-        for (int pr = 0; pr < pairs; ++pr) {
-            const std::uint8_t* a = vBase + (2 * pr) * vStride;
-            const std::uint8_t* b = a + vStride;
-            for (int c = 0; c < DV / 32; ++c) {
-                const __m512i x = _mm512_loadu_si512(a + c * 64);
-                const __m512i y = _mm512_loadu_si512(b + c * 64);
-                std::uint32_t* dst = sc.vPairs.data() + std::size_t((pr * NVC + 2 * c) * 16);
-                _mm512_storeu_si512(dst, _mm512_unpacklo_epi16(x, y));
-                _mm512_storeu_si512(dst + 16, _mm512_unpackhi_epi16(x, y));
-            }
-        }
+        // No software prefetch: the hardware streamers follow the K and V streams. Bursts of
+        // 2 x 128 prefetches per tile, 2-8 tiles ahead, cost 1.4-1.9x; next-tile prefetches
+        // spread over the score calls (T0/T2/NTA, 1-4 tiles ahead) changed nothing (NOTES.md).
         const __mmask16 valid0 = n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1u);
         const __mmask16 valid1 = n <= 16   ? __mmask16(0)
                                  : n >= 32 ? __mmask16(0xffff)
                                            : __mmask16((1u << (n - 16)) - 1u);
-        const __m512 minusInf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-        // Scores and the online-softmax update (one max and rescale per row and tile).
-        for (std::int64_t r = 0; r < R; ++r) {
-            const std::uint16_t* qr = sg.q + r * DK;
-            const __m512 s0 = _mm512_mask_mov_ps(
-                minusInf, valid0, _mm512_mul_ps(scores16<DK>(qr, kBase, kStride), scale));
-            const __m512 s1 =
-                valid1 ? _mm512_mask_mov_ps(
-                             minusInf, valid1,
-                             _mm512_mul_ps(scores16<DK>(qr, kBase + 16 * kStride, kStride), scale))
-                       : minusInf;
-            float* mRow = sc.mRow.data() + r * 16; // the running max in every lane
-            const __m512 mOld = _mm512_loadu_ps(mRow);
-            const __m512 mNew = _mm512_max_ps(mOld, broadcastMax(_mm512_max_ps(s0, s1)));
-            _mm512_storeu_ps(mRow, mNew);
-            const __m512 alpha = exp2Neg512(_mm512_sub_ps(mOld, mNew)); // ~0 on the first tile
-            sc.alpha[std::size_t(r)] = _mm512_cvtss_f32(alpha);
-            const __m512 p0 = _mm512_maskz_mov_ps(valid0, exp2Neg512(_mm512_sub_ps(s0, mNew)));
-            const __m512 p1 = _mm512_maskz_mov_ps(valid1, exp2Neg512(_mm512_sub_ps(s1, mNew)));
-            // bf16 pairs (token 2k low, 2k+1 high) and the same rounded values for the sum.
-            const __m512bh pb = _mm512_cvtne2ps_pbh(p1, p0);
-            __m512i pbits;
-            std::memcpy(&pbits, &pb, sizeof pbits);
-            _mm512_storeu_si512(sc.p.data() + r * T, pbits);
-            const __m512 lo = _mm512_castsi512_ps(_mm512_slli_epi32(pbits, 16));
-            const __m512 hi =
-                _mm512_castsi512_ps(_mm512_and_si512(pbits, _mm512_set1_epi32(int(0xffff0000u))));
-            float* l = sc.lVec.data() + r * 16;
-            _mm512_storeu_ps(l, _mm512_fmadd_ps(_mm512_loadu_ps(l), alpha, _mm512_add_ps(lo, hi)));
-        }
+        float* s = sc.s.data();
         std::int64_t r = 0;
-        for (; r + 4 <= R; r += 4)
-            pvBlock<4, DV>(sc, r, pairs);
+        for (; r + 2 <= R; r += 2) {
+            const std::uint16_t* qa = sg.q + r * DK;
+            __m512 h[4]; // tokens 8j..8j+7: row r in lanes 0-7, row r+1 in lanes 8-15
+            for (int j = 0; j < 4; ++j)
+                h[j] = scores8x2<DK>(qa, qa + DK, kBase + 8 * j * kStride, kStride);
+            _mm512_storeu_ps(s + r * T,
+                             keepScaled(scale, valid0, _mm512_shuffle_f32x4(h[0], h[1], 0x44)));
+            _mm512_storeu_ps(s + r * T + 16,
+                             keepScaled(scale, valid1, _mm512_shuffle_f32x4(h[2], h[3], 0x44)));
+            _mm512_storeu_ps(s + r * T + T,
+                             keepScaled(scale, valid0, _mm512_shuffle_f32x4(h[0], h[1], 0xee)));
+            _mm512_storeu_ps(s + r * T + T + 16,
+                             keepScaled(scale, valid1, _mm512_shuffle_f32x4(h[2], h[3], 0xee)));
+        }
+        if (r < R) {
+            const std::uint16_t* qr = sg.q + r * DK;
+            _mm512_storeu_ps(s + r * T,
+                             keepScaled(scale, valid0, scores16<DK>(qr, kBase, kStride)));
+            _mm512_storeu_ps(
+                s + r * T + 16,
+                valid1 ? keepScaled(scale, valid1, scores16<DK>(qr, kBase + 16 * kStride, kStride))
+                       : minusInf);
+        }
+        for (r = 0; r + 2 <= R; r += 2)
+            softmaxRows<2>(sc, r, valid0, valid1);
+        if (r < R)
+            softmaxRows<1>(sc, r, valid0, valid1);
+        const int pairs = (n + 1) / 2;
+        for (r = 0; r + 4 <= R; r += 4)
+            pvBlock<4, DV>(sc, r, vBase, vStride, pairs);
         for (; r + 2 <= R; r += 2)
-            pvBlock<2, DV>(sc, r, pairs);
+            pvBlock<2, DV>(sc, r, vBase, vStride, pairs);
         for (; r < R; ++r)
-            pvBlock<1, DV>(sc, r, pairs);
+            pvBlock<1, DV>(sc, r, vBase, vStride, pairs);
     }
     // Normalise and undo the interleave's column order.
     for (std::int64_t r = 0; r < R; ++r) {
