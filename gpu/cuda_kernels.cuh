@@ -82,6 +82,15 @@ template <bool kFp16> __device__ __forceinline__ std::uint32_t packPair(float lo
     }
 }
 
+/// A probability rounded to the mma operand type and back: the row sums add exactly the weights
+/// the P·V product uses, so the output is their convex combination (as the CPU kernel does).
+template <bool kFp16> __device__ __forceinline__ float roundToOperand(float x) {
+    if constexpr (kFp16)
+        return __half2float(__float2half_rn(x));
+    else
+        return __bfloat162float(__float2bfloat16_rn(x));
+}
+
 /// Activation (query/output) element: bf16, or fp16 when the KV is fp16.
 template <bool kFp16>
 __device__ __forceinline__ void storeActivation(void* out, std::int64_t i, float x) {
@@ -126,7 +135,7 @@ __device__ __forceinline__ void cpAsyncCommit() {
     asm volatile("cp.async.commit_group;\n" ::);
 }
 template <int N> __device__ __forceinline__ void cpAsyncWait() {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
 __device__ __forceinline__ float quadMax(float x) {
@@ -309,7 +318,8 @@ __global__ void __launch_bounds__(kThreads) gqaDecodeKernel(DecodeParams p) {
                 for (int n = 0; n < 2; ++n)
 #pragma unroll
                     for (int e = 0; e < 4; ++e) {
-                        const float pr = fastExp2(s[i][n][e] - rowMax[e >> 1]);
+                        const float pr =
+                            roundToOperand<kFp16>(fastExp2(s[i][n][e] - rowMax[e >> 1]));
                         s[i][n][e] = pr;
                         rowSum[e >> 1] += pr;
                     }
@@ -532,7 +542,7 @@ template <class Kv> __global__ void __launch_bounds__(kThreads) mlaDecodeKernel(
         float rowSum[2] = {0.f, 0.f};
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-            s[e] = fastExp2(s[e] - mUse[e >> 1]);
+            s[e] = roundToOperand<kFp16>(fastExp2(s[e] - mUse[e >> 1]));
             rowSum[e >> 1] += s[e];
         }
         // P (16 heads x 32 tokens) to shared memory in the mma operand type.
