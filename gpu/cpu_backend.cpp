@@ -151,6 +151,47 @@ struct Buffer {
 };
 
 // --- Decoding storage formats into fp32 (vectorisable, branch-free) ----------------------------
+using Fp16RowDecoder = void (*)(const std::uint16_t*, float*, std::int64_t);
+
+void fp16RowScalar(const std::uint16_t* s, float* dst, std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i)
+        dst[i] = num::fp16ToFloat(s[i]);
+}
+#if defined(__GNUC__) && defined(__x86_64__)
+// vcvtph2ps is exact for every fp16 value (subnormals included), as num::fp16ToFloat is; GCC
+// does not vectorise the bit-twiddling version (it was ~75% of the fp16 decode time).
+__attribute__((target("avx512f"))) void fp16RowAvx512(const std::uint16_t* s, float* dst,
+                                                      std::int64_t n) {
+    std::int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(
+            dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i))));
+    fp16RowScalar(s + i, dst + i, n - i);
+}
+__attribute__((target("avx,f16c"))) void fp16RowF16c(const std::uint16_t* s, float* dst,
+                                                     std::int64_t n) {
+    std::int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(dst + i,
+                         _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i))));
+    fp16RowScalar(s + i, dst + i, n - i);
+}
+#endif
+
+/// The fastest exact fp16 -> fp32 row decoder this CPU runs.
+Fp16RowDecoder fp16RowDecoder() {
+    static const Fp16RowDecoder chosen = [] {
+#if defined(__GNUC__) && defined(__x86_64__)
+        if (__builtin_cpu_supports("avx512f"))
+            return &fp16RowAvx512;
+        if (__builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx"))
+            return &fp16RowF16c;
+#endif
+        return &fp16RowScalar;
+    }();
+    return chosen;
+}
+
 inline void decodeRow(KvDtype dtype, const std::uint8_t* src, float* dst, std::int64_t n) {
     switch (dtype) {
     case KvDtype::Bf16: {
@@ -159,12 +200,9 @@ inline void decodeRow(KvDtype dtype, const std::uint8_t* src, float* dst, std::i
             dst[i] = num::bf16ToFloat(s[i]);
         break;
     }
-    case KvDtype::Fp16: {
-        const auto* s = reinterpret_cast<const std::uint16_t*>(src);
-        for (std::int64_t i = 0; i < n; ++i)
-            dst[i] = num::fp16ToFloat(s[i]);
+    case KvDtype::Fp16:
+        fp16RowDecoder()(reinterpret_cast<const std::uint16_t*>(src), dst, n);
         break;
-    }
     case KvDtype::Fp8E4m3:
         for (std::int64_t i = 0; i < n; ++i)
             dst[i] = num::fp8e4m3ToFloat(src[i]);
@@ -462,20 +500,45 @@ KVSCOPE_BF16_TARGET inline __m512bh asBh(__m512i v) {
 
 constexpr std::int64_t kBf16Tile = 32; // tokens per tile: two 16-lane score vectors per row
 
-/// Copies (bf16) or decodes (fp8) n <= kBf16Tile token rows into a zero-padded kBf16Tile-row tile.
-void stageTile(const std::uint8_t* src, std::int64_t srcStride, int n, int width, bool fp8,
-               std::vector<std::uint16_t>& dst) {
-    dst.assign(std::size_t(kBf16Tile * width), 0);
-    const std::uint16_t* table = fp8 ? fp8ToBf16Table() : nullptr;
-    for (int i = 0; i < n; ++i) {
-        std::uint16_t* d = dst.data() + i * width;
-        const std::uint8_t* s = src + i * srcStride;
-        if (fp8)
-            for (int j = 0; j < width; ++j)
-                d[j] = table[s[j]];
-        else
-            std::memcpy(d, s, std::size_t(width) * 2);
+/// The 128 non-negative fp8 e4m3 codes as bf16 bits, in four vectors for vpermi2w lookups.
+struct Fp8Lut {
+    __m512i t[4];
+};
+KVSCOPE_BF16_TARGET inline Fp8Lut fp8Lut() {
+    Fp8Lut l;
+    for (int i = 0; i < 4; ++i)
+        l.t[i] = _mm512_loadu_si512(fp8ToBf16Table() + 32 * i);
+    return l;
+}
+
+/// 32 fp8 e4m3 values -> bf16, exactly: the magnitude (7 bits) is looked up in the scalar table
+/// with two vpermi2w (64 entries each) and a blend on bit 6; the sign bit moves to bit 15.
+KVSCOPE_BF16_TARGET inline __m512i fp8x32ToBf16(const std::uint8_t* src, const Fp8Lut& lut) {
+    const __m512i w =
+        _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src)));
+    const __m512i lo = _mm512_permutex2var_epi16(lut.t[0], w, lut.t[1]);
+    const __m512i hi = _mm512_permutex2var_epi16(lut.t[2], w, lut.t[3]);
+    const __mmask32 upper = _mm512_test_epi16_mask(w, _mm512_set1_epi16(0x40));
+    const __m512i sign = _mm512_slli_epi16(_mm512_and_si512(w, _mm512_set1_epi16(0x80)), 8);
+    return _mm512_or_si512(_mm512_mask_blend_epi16(upper, lo, hi), sign);
+}
+
+/// Copies (bf16) or decodes (fp8) n <= kBf16Tile token rows into a kBf16Tile-row tile whose
+/// rows past n are zero. width is a multiple of 32.
+KVSCOPE_BF16_TARGET void stageTile(const std::uint8_t* src, std::int64_t srcStride, int n,
+                                   int width, bool fp8, std::vector<std::uint16_t>& dst) {
+    dst.resize(std::size_t(kBf16Tile * width));
+    std::fill(dst.begin() + std::ptrdiff_t(n) * width, dst.end(), std::uint16_t(0));
+    if (!fp8) {
+        for (int i = 0; i < n; ++i)
+            std::memcpy(dst.data() + i * width, src + i * srcStride, std::size_t(width) * 2);
+        return;
     }
+    const Fp8Lut lut = fp8Lut();
+    for (int i = 0; i < n; ++i)
+        for (int j = 0; j < width; j += 32)
+            _mm512_storeu_si512(dst.data() + i * width + j,
+                                fp8x32ToBf16(src + i * srcStride + j, lut));
 }
 
 /// O[r..r+RB) = alpha * O + P V over `pairs` token pairs of the tile. V rows 2p and 2p+1 are
@@ -747,6 +810,42 @@ bool dispatchAttendBf16(const SegmentBf16& sg, std::int64_t keyDim, std::int64_t
     return false;
 }
 
+/// The first fp8 code whose vector conversion differs from the scalar table, or -1.
+KVSCOPE_BF16_TARGET int fp8VectorMismatchImpl() {
+    alignas(64) std::uint8_t codes[256];
+    for (int i = 0; i < 256; ++i)
+        codes[i] = std::uint8_t(i);
+    const Fp8Lut lut = fp8Lut();
+    alignas(64) std::uint16_t out[256];
+    for (int j = 0; j < 256; j += 32)
+        _mm512_storeu_si512(out + j, fp8x32ToBf16(codes + j, lut));
+    for (int i = 0; i < 256; ++i)
+        if (out[i] != fp8ToBf16Table()[i])
+            return i;
+    return -1;
+}
+
+/// 12 independent vdpbf16ps chains (latency ~6, two per cycle on Zen 4/5): the peak of the bf16
+/// dot-product kernel, 64 FLOPs per instruction.
+KVSCOPE_BF16_TARGET float bf16DotLoop(std::int64_t iterations, float seed) {
+    constexpr int kChains = 12;
+    __m512 acc[kChains];
+    for (int c = 0; c < kChains; ++c)
+        acc[c] = _mm512_set1_ps(seed + float(c) * 1e-3f);
+    const __m512i a = _mm512_set1_epi32(0x3f803f80); // (1.0, 1.0) in bf16
+    __m512i b = _mm512_set1_epi32(0x33d633d6);       // ~1e-7 in bf16
+    for (std::int64_t it = 0; it < iterations; ++it) {
+        for (int c = 0; c < kChains; ++c)
+            acc[c] = _mm512_dpbf16_ps(acc[c], asBh(a), asBh(b));
+        __asm__ volatile("" : "+v"(b)); // keeps the loop from being folded
+    }
+    __m512 s = acc[0];
+    for (int c = 1; c < kChains; ++c)
+        s = _mm512_add_ps(s, acc[c]);
+    return _mm512_reduce_add_ps(s);
+}
+constexpr double kBf16DotLoopFlops = 12 * 16 * 2 * 2; // per iteration
+
 bool cpuHasBf16Dot() {
     return __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
@@ -755,7 +854,50 @@ bool cpuHasBf16Dot() {
 bool cpuHasBf16Dot() {
     return false;
 }
+float bf16DotLoop(std::int64_t, float) {
+    return 0;
+}
+constexpr double kBf16DotLoopFlops = 0;
 #endif
+
+/// The bf16 dot-product kernel serves bf16 and fp8 KV on AVX512_BF16 CPUs unless
+/// KVSCOPE_CPU_KERNEL=fp32 forces the portable fp32 kernel (for comparisons and tests).
+bool bf16DotEnabled() {
+    const char* force = std::getenv("KVSCOPE_CPU_KERNEL");
+    return cpuHasBf16Dot() && !(force && std::string(force) == "fp32");
+}
+
+// --- Input generation ----------------------------------------------------------------------------
+/// Elements [first, first + n) of one input tensor in its storage format. One loop per format so
+/// the bf16 and fp32 generators vectorise (64-bit multiplies in AVX-512); it was a third of a
+/// `measure` run's time when the format switch sat inside the per-element loop.
+template <KvDtype D>
+KVSCOPE_CLONES void fillInputsAs(std::uint8_t* dst, std::int64_t first, std::int64_t n,
+                                 std::uint64_t seed, std::uint32_t tensor, float scale) {
+    for (std::int64_t i = 0; i < n; ++i) {
+        const float x = num::uniformInput(seed, tensor, std::uint64_t(first + i)) * scale;
+        if constexpr (D == KvDtype::Bf16)
+            reinterpret_cast<std::uint16_t*>(dst)[i] = num::floatToBf16(x);
+        else if constexpr (D == KvDtype::Fp32)
+            reinterpret_cast<float*>(dst)[i] = x;
+        else
+            encodeValue(D, x, dst + i * (D == KvDtype::Fp16 ? 2 : 1));
+    }
+}
+
+void fillInputs(KvDtype dtype, std::uint8_t* dst, std::int64_t first, std::int64_t n,
+                std::uint64_t seed, std::uint32_t tensor, float scale) {
+    switch (dtype) {
+    case KvDtype::Bf16:
+        return fillInputsAs<KvDtype::Bf16>(dst, first, n, seed, tensor, scale);
+    case KvDtype::Fp16:
+        return fillInputsAs<KvDtype::Fp16>(dst, first, n, seed, tensor, scale);
+    case KvDtype::Fp8E4m3:
+        return fillInputsAs<KvDtype::Fp8E4m3>(dst, first, n, seed, tensor, scale);
+    case KvDtype::Fp32:
+        return fillInputsAs<KvDtype::Fp32>(dst, first, n, seed, tensor, scale);
+    }
+}
 
 // --- Ceilings ------------------------------------------------------------------------------------
 KVSCOPE_CLONES
@@ -956,8 +1098,25 @@ public:
         const double peak = flops / medianOf(times);
         for (KvDtype d : {KvDtype::Bf16, KvDtype::Fp16, KvDtype::Fp8E4m3, KvDtype::Fp32})
             c.peakFlopPerSecond[std::string(dtypeName(d))] = peak;
-        c.peakKernel = "fp32 multiply-add chains on " + std::to_string(threads) +
-                       " threads (every KV dtype is computed in fp32 on the CPU)";
+        c.peakKernel = "fp32 multiply-add chains on " + std::to_string(threads) + " threads";
+        if (bf16DotEnabled()) {
+            // bf16 and fp8 KV run on vdpbf16ps (two products per lane): their roof is its peak.
+            times.clear();
+            for (int rep = 0; rep < 5; ++rep) {
+                const auto t0 = std::chrono::steady_clock::now();
+                pool_.parallelFor(threads, [&](std::int64_t t) {
+                    sink[std::size_t(t)] += bf16DotLoop(iters, float(t));
+                });
+                times.push_back(
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+            }
+            const double dot = double(iters) * kBf16DotLoopFlops * threads / medianOf(times);
+            for (KvDtype d : {KvDtype::Bf16, KvDtype::Fp8E4m3})
+                c.peakFlopPerSecond[std::string(dtypeName(d))] = dot;
+            c.peakKernel += " for fp16/fp32 KV; vdpbf16ps chains for bf16/fp8 KV";
+        } else {
+            c.peakKernel += " (every KV dtype is computed in fp32 on this CPU)";
+        }
         c.ok = true;
         if (progress)
             progress(1.0, "cpu ceilings done");
@@ -979,10 +1138,7 @@ public:
         const std::int64_t streams = s.kind == Attention::Mla ? s.batch : s.batch * s.kvHeads;
         const std::int64_t want = 4 * std::int64_t(pool_.size());
         // The bf16 dot-product kernel: bf16 or fp8 KV (bf16 queries) on AVX512_BF16 CPUs.
-        // KVSCOPE_CPU_KERNEL=fp32 forces the portable fp32 kernel (for comparisons and tests).
-        const char* force = std::getenv("KVSCOPE_CPU_KERNEL");
-        bf16Dot_ = cpuHasBf16Dot() && (s.dtype == KvDtype::Bf16 || s.dtype == KvDtype::Fp8E4m3) &&
-                   !(force && std::string(force) == "fp32") &&
+        bf16Dot_ = bf16DotEnabled() && (s.dtype == KvDtype::Bf16 || s.dtype == KvDtype::Fp8E4m3) &&
                    ((dq == s.valueDim() && (dq == 64 || dq == 128 || dq == 256)) ||
                     (dq == 576 && s.valueDim() == 512));
         splits_ = int(std::clamp<std::int64_t>((want + streams - 1) / streams, 1,
@@ -1162,9 +1318,8 @@ private:
         const std::int64_t per = (n + parts - 1) / parts;
         pool_.parallelFor(parts, [&](std::int64_t p) {
             const std::int64_t b = p * per, e = std::min(n, b + per);
-            for (std::int64_t i = b; i < e; ++i)
-                encodeValue(dtype, num::uniformInput(seed, tensor, std::uint64_t(i)) * scale,
-                            dst + i * eb);
+            if (b < e)
+                fillInputs(dtype, dst + b * eb, b, e - b, seed, tensor, scale);
         });
     }
 
@@ -1183,6 +1338,14 @@ private:
 
 std::unique_ptr<Engine> makeCpuEngine() {
     return std::make_unique<CpuEngine>();
+}
+
+int cpuFp8VectorMismatch() {
+#if KVSCOPE_HAVE_BF16_KERNEL
+    return cpuHasBf16Dot() ? fp8VectorMismatchImpl() : -2;
+#else
+    return -2;
+#endif
 }
 
 } // namespace kvscope::gpu::detail

@@ -54,6 +54,10 @@ public:
 std::unique_ptr<Backend> makeHarnessBackend(std::unique_ptr<Engine> engine);
 
 std::unique_ptr<Engine> makeCpuEngine();
+/// Runs all 256 fp8 e4m3 codes through the CPU engine's vector fp8 -> bf16 conversion: the first
+/// code that differs from the exact scalar table, -1 if none, -2 if this CPU or build has no
+/// AVX512_BF16 kernel (for tests: random inputs in [-1, 1) never reach codes >= 0x40).
+int cpuFp8VectorMismatch();
 #if KVSCOPE_HAVE_CUDA
 /// nullptr with *error set when there is no usable driver or device.
 std::unique_ptr<Engine> makeCudaEngine(std::string* error);
