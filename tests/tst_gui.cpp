@@ -220,6 +220,13 @@ private Q_SLOTS:
         QString err;
         QVERIFY(!applyStartup(w, o, &err));
         QVERIFY(!err.isEmpty());
+        // --measurements takes a file; without one it is an error, not a silent no-op.
+        QCOMPARE(parseStartup({QStringLiteral("kvscope"), QStringLiteral("--measurements"),
+                               QStringLiteral("h200.json")})
+                     .measurements,
+                 QStringLiteral("h200.json"));
+        QVERIFY(!parseStartup({QStringLiteral("kvscope"), QStringLiteral("--measurements")})
+                     .error.isEmpty());
     }
 };
 

@@ -375,6 +375,63 @@ private Q_SLOTS:
             !features(*w2)->measure()->loadJson(dir.filePath(QStringLiteral("none.json")), &err));
     }
 
+    /// --measurements FILE (the talk laptop): a GPU server's file overlays the roofline at start;
+    /// a missing file is a one-line banner error and the window keeps what it showed.
+    void measurementsOptionOverlaysAFile() {
+        gpu::MeasurementSet set;
+        set.backend = "cuda";
+        set.device = "NVIDIA H200";
+        set.model = "llama-3-70b";
+        set.ceilings.ok = true;
+        set.ceilings.readBytesPerSecond = 4.4e12;
+        set.ceilings.peakFlopPerSecond = {{"bf16", 7.5e14}, {"fp16", 7.5e14}};
+        gpu::Measurement m;
+        m.kernel = "cuda-gqa-mma-split";
+        m.variant = "GQA-8";
+        m.shape.kind = gpu::Attention::Gqa;
+        m.shape.batch = 16;
+        m.shape.qHeads = 8; // Llama-3-70B at TP=8: 8 query heads, 1 KV head per rank
+        m.shape.kvHeads = 1;
+        m.shape.headDim = 128;
+        m.shape.context = 8192;
+        m.shape.dtype = gpu::KvDtype::Bf16;
+        const gpu::DecodeCounts c = gpu::countDecode(m.shape);
+        m.bytes = c.bytes;
+        m.flops = c.flops;
+        m.medianSeconds = c.bytes / 4.0e12;
+        m.repeats = 20;
+        m.bytesPerSecond = m.bytes / m.medianSeconds;
+        m.flopPerSecond = m.flops / m.medianSeconds;
+        m.intensityFlopPerByte = c.intensity;
+        m.maxRelError = 2.6e-3;
+        m.errorBound = 1e-2;
+        m.ok = true;
+        set.points = {m};
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("h200.json"));
+        std::string err;
+        QVERIFY2(gpu::saveMeasurementJson(set, path.toStdString(), &err), err.c_str());
+
+        auto w = std::make_unique<MainWindow>(MainWindow::Options{false, false});
+        FeatureOptions o;
+        o.measurementsPath = path;
+        QString e;
+        Features* f = installFeatures(*w, o, &e);
+        QVERIFY2(e.isEmpty(), qPrintable(e));
+        QCOMPARE(f->measure()->results().device, std::string("NVIDIA H200"));
+        const auto points = w->rooflinePlot()->measuredPoints();
+        QCOMPARE(points.size(), 1);
+        QCOMPARE(points[0].variant, QStringLiteral("GQA-8"));
+        QVERIFY(std::abs(points[0].intensityFlopPerByte - c.intensity) < 1e-9);
+
+        o.measurementsPath = dir.filePath(QStringLiteral("missing.json"));
+        installFeatures(*w, o, &e);
+        QVERIFY2(e.startsWith(QStringLiteral("--measurements: ")), qPrintable(e));
+        QVERIFY(!e.contains(QLatin1Char('\n')));
+        QVERIFY(w->bannerVisible());
+        QCOMPARE(w->rooflinePlot()->measuredPoints().size(), 1); // the loaded file stays
+    }
+
     void measureCancelAndNewestWins() {
         auto w = makeWindow();
         MeasureController* m = features(*w)->measure();

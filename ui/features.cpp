@@ -323,6 +323,11 @@ Features* installFeatures(MainWindow& w, const FeatureOptions& o, QString* error
     } else if (o.step) {
         note(QStringLiteral("--step: needs --story"));
     }
+    if (!o.measurementsPath.isEmpty()) {
+        QString err;
+        if (!f->measure()->loadJson(o.measurementsPath, &err))
+            note(QStringLiteral("--measurements: ") + err);
+    }
     if (o.present)
         f->presentation()->setActive(true,
                                      QGuiApplication::platformName() != QLatin1String("offscreen"));

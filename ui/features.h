@@ -16,10 +16,11 @@ class MeasureController;
 class PresentationController;
 
 struct FeatureOptions {
-    QString storyPath;       ///< --story FILE (a path, or a bundled story's name: "chapter")
-    std::optional<int> step; ///< --step N, 1-based (the first step is 1)
-    bool present = false;    ///< --present: start in presentation mode
-    QString sessionPath;     ///< --session FILE
+    QString storyPath;        ///< --story FILE (a path, or a bundled story's name: "chapter")
+    std::optional<int> step;  ///< --step N, 1-based (the first step is 1)
+    bool present = false;     ///< --present: start in presentation mode
+    QString sessionPath;      ///< --session FILE
+    QString measurementsPath; ///< --measurements FILE: measured points and ceilings to overlay
 };
 
 /// Owns the feature controllers (a child of the window; find it with features()).
@@ -51,7 +52,8 @@ private:
 };
 
 /// Adds every feature's actions (with shortcuts) to the window's menus and applies the
-/// options: a session first, then a story and its step, then presentation mode. A refused
+/// options: a session first, then a story and its step, then measurements, then presentation
+/// mode. A refused
 /// option shows a banner and leaves the state as it was; `error` (when given) gets it too.
 Features* installFeatures(MainWindow& w, const FeatureOptions& o, QString* error = nullptr);
 /// The features installed on `w`, or nullptr.

@@ -74,11 +74,85 @@ void RooflinePlot::fitCallout() {
     if (!callout_)
         return;
     QFont f = calloutFont_;
-    const int textWidth = QFontMetrics(f).boundingRect(QRect(), 0, callout_->text()).width() + 14;
+    const QRect textBox = QFontMetrics(f).boundingRect(QRect(), 0, callout_->text());
+    const int textWidth = textBox.width() + 14;
     const int room = axisRect()->width() * 94 / 100;
-    if (room > 80 && textWidth > room)
-        f.setPointSizeF(f.pointSizeF() * room / textWidth);
+    double shrink = 1.0;
+    if (room > 80 && textWidth > room) {
+        shrink = double(room) / textWidth;
+        f.setPointSizeF(f.pointSizeF() * shrink);
+    }
     callout_->setFont(f);
+
+    // Candidate corners, in order of preference: under the flat roof (bottom right), above the
+    // slope (top left, where nothing but rising labels is drawn), then mid right. A CPU's
+    // measured points sit far below a GPU's roof, right where the first corner is.
+    struct Place {
+        double rx, ry;
+        Qt::Alignment align;
+        bool arrowFromBottom;
+    };
+    static const Place places[] = {
+        {0.97, 0.96, Qt::AlignRight | Qt::AlignBottom, false},
+        {0.03, 0.04, Qt::AlignLeft | Qt::AlignTop, true},
+        {0.97, 0.55, Qt::AlignRight | Qt::AlignVCenter, false},
+    };
+    const QRect ar = axisRect()->rect();
+    const QSizeF box(textBox.width() * shrink + 14, textBox.height() * shrink + 8);
+    auto rectFor = [&](const Place& p) {
+        const QPointF a(ar.left() + p.rx * ar.width(), ar.top() + p.ry * ar.height());
+        const double x = p.align & Qt::AlignRight ? a.x() - box.width() : a.x();
+        const double y = p.align & Qt::AlignBottom    ? a.y() - box.height()
+                         : p.align & Qt::AlignVCenter ? a.y() - box.height() / 2
+                                                      : a.y();
+        return QRectF(QPointF(x, y), box);
+    };
+    // What the callout must not hide: every plotted point (3 each) and every other label (1).
+    QVector<QPointF> points;
+    for (const auto& v : data_.variants)
+        if (v.intensityFlopPerByte > 0 && v.attainableFlopPerS > 0)
+            points.append({xAxis->coordToPixel(v.intensityFlopPerByte),
+                           yAxis->coordToPixel(v.attainableFlopPerS)});
+    if (measuredVisible_)
+        for (const auto& m : measured_)
+            if (m.intensityFlopPerByte > 0 && m.achievedFlopPerS > 0)
+                points.append({xAxis->coordToPixel(m.intensityFlopPerByte),
+                               yAxis->coordToPixel(m.achievedFlopPerS)});
+    QVector<QRectF> labels;
+    for (int i = 0; i < itemCount(); ++i) {
+        auto* t = qobject_cast<QCPItemText*>(item(i));
+        if (!t || t == callout_)
+            continue;
+        const QPointF c[4] = {t->topLeft->pixelPosition(), t->topRight->pixelPosition(),
+                              t->bottomLeft->pixelPosition(), t->bottomRight->pixelPosition()};
+        double x0 = c[0].x(), x1 = x0, y0 = c[0].y(), y1 = y0; // rotated labels too
+        for (const QPointF& p : c) {
+            x0 = std::min(x0, p.x()), x1 = std::max(x1, p.x());
+            y0 = std::min(y0, p.y()), y1 = std::max(y1, p.y());
+        }
+        labels.append(QRectF(QPointF(x0, y0), QPointF(x1, y1)));
+    }
+    const Place* best = &places[0];
+    int bestCost = -1;
+    for (const Place& p : places) {
+        const QRectF r = rectFor(p).adjusted(-8, -8, 8, 8);
+        int cost = 0;
+        for (const QPointF& pt : points)
+            cost += r.contains(pt) ? 3 : 0;
+        for (const QRectF& l : labels)
+            cost += r.intersects(l) ? 1 : 0;
+        if (bestCost < 0 || cost < bestCost) {
+            bestCost = cost;
+            best = &p;
+        }
+        if (cost == 0)
+            break;
+    }
+    callout_->position->setCoords(best->rx, best->ry);
+    callout_->setPositionAlignment(best->align);
+    if (calloutArrow_)
+        calloutArrow_->start->setParentAnchor(best->arrowFromBottom ? callout_->bottom
+                                                                    : callout_->left);
 }
 
 void RooflinePlot::rebuild() {
@@ -216,7 +290,8 @@ void RooflinePlot::rebuild() {
         cur->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(acc, 3),
                                              QBrush(acc.lighter(dk ? 100 : 130)), 17));
         cur->addData(current->intensityFlopPerByte, current->attainableFlopPerS);
-        // The callout sits in the top-left corner, an arrow to the point: never clipped.
+        // The callout sits in a corner of the axis rect, an arrow to the point: never clipped;
+        // fitCallout() picks the corner once the layout is known.
         auto* t = new QCPItemText(this);
         t->position->setType(QCPItemPosition::ptAxisRectRatio);
         t->position->setCoords(0.97, 0.96);
@@ -237,6 +312,7 @@ void RooflinePlot::rebuild() {
         t->setPadding(QMargins(6, 3, 6, 3));
         auto* arrow = new QCPItemLine(this);
         arrow->start->setParentAnchor(t->left);
+        calloutArrow_ = arrow;
         arrow->end->setCoords(current->intensityFlopPerByte, current->attainableFlopPerS);
         arrow->setHead(QCPLineEnding(QCPLineEnding::esSpikeArrow, 9, 11));
         arrow->setPen(QPen(acc, 1.5));
@@ -253,6 +329,12 @@ void RooflinePlot::rebuild() {
                 tr("measured ceiling %1").arg(q(humanBandwidth(ceilings_.readBytesPerS))));
             mroof->setData({x0, mr, x1}, {ceilings_.readBytesPerS * x0, mp, mp}, true);
             mroof->setPen(QPen(mc, 1.5, Qt::DashDotLine));
+            // Its label runs under its slope like the HBM label, further along when the two
+            // slopes nearly coincide (a GPU measured against its own datasheet).
+            const double xs = x0 * (ceilings_.readBytesPerS > bw / 3 ? 14 : 1.6);
+            addLabel(xs, ceilings_.readBytesPerS * xs / 1.8,
+                     tr("measured %1").arg(q(humanBandwidth(ceilings_.readBytesPerS))),
+                     Qt::AlignLeft | Qt::AlignTop, mc, 0.95);
         }
         if (!measured_.isEmpty()) {
             auto* mg = addGraph();

@@ -31,11 +31,13 @@ protected:
     void mouseMoveEvent(QMouseEvent* e) override;
 
 private:
-    /// Shrinks the current-configuration callout to the axis rect (run after each layout).
+    /// Shrinks the current-configuration callout to the axis rect and moves it to the corner
+    /// that covers the fewest points and labels (run after each layout).
     void fitCallout();
 
     RooflineData data_;
     QPointer<QCPItemText> callout_;
+    QPointer<QCPItemLine> calloutArrow_;
     QFont calloutFont_;
     QVector<MeasuredPoint> measured_;
     MeasuredCeilings ceilings_;

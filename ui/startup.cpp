@@ -39,18 +39,22 @@ QString startupUsage() {
         "fp32|fp8_ds_mla]\n"
         "               [--pool-model vllm|datasheet] [--util U] [--theme light|dark]\n"
         "               [--screenshot FILE.png [--size WxH]] [--bench-ui [--steps N]]\n"
-        "               [--story FILE|chapter [--step N]] [--present] [--session FILE]\n");
+        "               [--story FILE|chapter [--step N]] [--present] [--session FILE]\n"
+        "               [--measurements FILE.json]\n");
 }
 
 StartupOptions parseStartup(const QStringList& arguments) {
     StartupOptions o;
     const QStringList valueFlags = {
-        QStringLiteral("--model"),      QStringLiteral("--gpu"),        QStringLiteral("--tp"),
-        QStringLiteral("--dcp"),        QStringLiteral("--h-kv"),       QStringLiteral("--context"),
-        QStringLiteral("--batch"),      QStringLiteral("--kv-dtype"),   QStringLiteral("--size"),
-        QStringLiteral("--screenshot"), QStringLiteral("--pool-model"), QStringLiteral("--util"),
+        QStringLiteral("--model"),      QStringLiteral("--gpu"),
+        QStringLiteral("--tp"),         QStringLiteral("--dcp"),
+        QStringLiteral("--h-kv"),       QStringLiteral("--context"),
+        QStringLiteral("--batch"),      QStringLiteral("--kv-dtype"),
+        QStringLiteral("--size"),       QStringLiteral("--screenshot"),
+        QStringLiteral("--pool-model"), QStringLiteral("--util"),
         QStringLiteral("--theme"),      QStringLiteral("--steps"),
-        QStringLiteral("--story"),      QStringLiteral("--step"),       QStringLiteral("--session")};
+        QStringLiteral("--story"),      QStringLiteral("--step"),
+        QStringLiteral("--session"),    QStringLiteral("--measurements")};
     auto integer = [&o](const QString& flag, const QString& v) -> std::optional<std::int64_t> {
         bool ok = false;
         const qlonglong n = v.toLongLong(&ok);
@@ -83,11 +87,12 @@ StartupOptions parseStartup(const QStringList& arguments) {
             o.story = value;
         else if (flag == QLatin1String("--session"))
             o.session = value;
+        else if (flag == QLatin1String("--measurements"))
+            o.measurements = value;
         else if (flag == QLatin1String("--step")) {
             if (auto n = integer(flag, value))
                 o.step = static_cast<int>(std::min<std::int64_t>(*n, 1000000));
-        }
-        else if (flag == QLatin1String("--screenshot"))
+        } else if (flag == QLatin1String("--screenshot"))
             o.screenshot = value;
         else if (flag == QLatin1String("--model"))
             o.model = value;
@@ -209,7 +214,7 @@ int runScreenshot(const StartupOptions& o) {
         return 2;
     }
     // --story/--step/--present/--session: the step's state replaces the flags' state.
-    installFeatures(w, FeatureOptions{o.story, o.step, o.present, o.session}, &err);
+    installFeatures(w, FeatureOptions{o.story, o.step, o.present, o.session, o.measurements}, &err);
     if (!err.isEmpty()) {
         std::fprintf(stderr, "error: %s\n", qPrintable(err));
         return 2;

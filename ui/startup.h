@@ -24,7 +24,8 @@ struct StartupOptions {
     std::optional<int> step; ///< --step N, 1-based
     bool present = false;    ///< --present
     QString session;         ///< --session FILE
-    QString error; ///< "--flag: rule" when parsing failed
+    QString measurements;    ///< --measurements FILE (kvscope-cli measure --json)
+    QString error;           ///< "--flag: rule" when parsing failed
 };
 
 StartupOptions parseStartup(const QStringList& arguments);

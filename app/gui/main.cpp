@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
     QString err;
     if (!kvscope::ui::applyStartup(w, o, &err))
         w.showBanner(err, true);
-    kvscope::ui::installFeatures(w, {o.story, o.step, o.present, o.session});
+    kvscope::ui::installFeatures(w, {o.story, o.step, o.present, o.session, o.measurements});
     w.show();
     return QApplication::exec();
 }
