@@ -245,43 +245,44 @@ KvDtype activationType(KvDtype kv) {
                                : (kv == KvDtype::Fp16 ? KvDtype::Fp16 : KvDtype::Bf16);
 }
 
-/// Dot product of two fp32 rows whose length is a multiple of 16: 16 independent lanes so the
-/// compiler vectorises without reassociating a single sum.
-inline float dot16(const float* a, const float* b, std::int64_t n) {
-    float lanes[16] = {};
-    for (std::int64_t j = 0; j < n; j += 16)
-        for (int l = 0; l < 16; ++l)
-            lanes[l] += a[j + l] * b[j + l];
-    float s = 0;
-    for (int l = 0; l < 16; ++l)
-        s += lanes[l];
-    return s;
-}
-
+// --- The portable kernel: fp16/fp32 KV, and every KV dtype on CPUs without AVX512_BF16 -------
 constexpr std::int64_t kTileTokens = 32;
 
-/// 16 floats: one zmm, two ymm or four xmm depending on the clone being compiled.
-typedef float Vec16 __attribute__((vector_size(64)));
+/// W floats, one vector register on the target the kernel is compiled for (16: AVX-512, 8:
+/// AVX2, 4: SSE2 or any other CPU). One width per target, chosen at run time: a 16-float vector
+/// compiled for AVX2 went through the stack and ran 5-8x slower than on AVX-512.
+template <int W> struct Lanes {
+    typedef float F __attribute__((vector_size(W * 4)));
+    typedef std::int32_t I __attribute__((vector_size(W * 4)));
+};
+#define KVSCOPE_INLINE inline __attribute__((always_inline))
 
-inline Vec16 load16(const float* p) {
-    Vec16 v;
+template <int W> KVSCOPE_INLINE typename Lanes<W>::F loadW(const float* p) {
+    typename Lanes<W>::F v;
     std::memcpy(&v, p, sizeof v);
     return v;
 }
-inline void store16(float* p, Vec16 v) {
+template <int W> KVSCOPE_INLINE void storeW(float* p, typename Lanes<W>::F v) {
     std::memcpy(p, &v, sizeof v);
 }
-typedef std::int32_t Int16v __attribute__((vector_size(64)));
+template <int W> KVSCOPE_INLINE float hsumW(typename Lanes<W>::F v) {
+    float s = 0;
+    for (int i = 0; i < W; ++i)
+        s += v[i];
+    return s;
+}
 
-/// 2^x for x <= 0 on 16 lanes: x = n + f, f in (-1, 0], 2^f by a degree-7 Taylor polynomial
+/// 2^x for x <= 0 on W lanes: x = n + f, f in (-1, 0], 2^f by a degree-7 Taylor polynomial
 /// of e^(f ln 2) (relative error < 2e-6), 2^n added to the exponent bits. Inputs below -125
 /// give a value below 2^-125, which the softmax sums treat as the zero it should be.
-inline Vec16 exp2Neg16(Vec16 x) {
-    const Vec16 lo = Vec16{} - 125.0f;
+template <int W> KVSCOPE_INLINE typename Lanes<W>::F exp2NegW(typename Lanes<W>::F x) {
+    using F = typename Lanes<W>::F;
+    using I = typename Lanes<W>::I;
+    const F lo = F{} - 125.0f;
     x = x < lo ? lo : x;
-    const Int16v n = __builtin_convertvector(x, Int16v); // truncation: n >= x
-    const Vec16 t = (x - __builtin_convertvector(n, Vec16)) * 0.69314718056f;
-    Vec16 p = Vec16{} + 1.0f / 5040.0f;
+    const I n = __builtin_convertvector(x, I); // truncation: n >= x
+    const F t = (x - __builtin_convertvector(n, F)) * 0.69314718056f;
+    F p = F{} + 1.0f / 5040.0f;
     p = p * t + 1.0f / 720.0f;
     p = p * t + 1.0f / 120.0f;
     p = p * t + 1.0f / 24.0f;
@@ -289,14 +290,56 @@ inline Vec16 exp2Neg16(Vec16 x) {
     p = p * t + 0.5f;
     p = p * t + 1.0f;
     p = p * t + 1.0f;
-    return (Vec16)((Int16v)p + (n << 23));
+    return (F)((I)p + (n << 23));
 }
 
-inline float hsum16(Vec16 v) {
-    float s = 0;
-    for (int i = 0; i < 16; ++i)
-        s += v[i];
-    return s;
+/// One level of the transpose-sum tree on W / h vectors (h = 1, 2, 4, ...): output i sums
+/// inputs 2i and 2i+1 pairwise, block b of 2h lanes holding the sums of input 2i's two halves of
+/// the block, then input 2i+1's. h is a template parameter so the masks are constants.
+template <int W, int H> KVSCOPE_INLINE void transposeLevel(typename Lanes<W>::F* v) {
+#if defined(__GNUC__) && !defined(__clang__)
+    using I = typename Lanes<W>::I;
+    I lo = {}, hi = {};
+    for (int l = 0; l < W; ++l) {
+        const int base = l / (2 * H) * 2 * H, j = l % (2 * H);
+        lo[l] = j < H ? base + j : W + base + j - H;
+        hi[l] = j < H ? base + H + j : W + base + j;
+    }
+    for (int i = 0; i < W / (2 * H); ++i)
+        v[i] = __builtin_shuffle(v[2 * i], v[2 * i + 1], lo) +
+               __builtin_shuffle(v[2 * i], v[2 * i + 1], hi);
+    if constexpr (2 * H < W)
+        transposeLevel<W, 2 * H>(v);
+#else
+    (void)v;
+#endif
+}
+
+/// Lane i of the result is the sum of the W lanes of v[i] (v is overwritten): log2 W levels of
+/// shuffles and adds instead of one horizontal sum per vector.
+template <int W> KVSCOPE_INLINE typename Lanes<W>::F transposeSumW(typename Lanes<W>::F* v) {
+#if defined(__GNUC__) && !defined(__clang__)
+    transposeLevel<W, 1>(v);
+    return v[0];
+#else // no __builtin_shuffle: plain sums
+    typename Lanes<W>::F r;
+    for (int i = 0; i < W; ++i)
+        r[i] = hsumW<W>(v[i]);
+    return r;
+#endif
+}
+
+/// q . k for W key rows (fp32, `stride` floats apart), keys `dk` wide: lane i is token i.
+template <int W, int DK>
+KVSCOPE_INLINE typename Lanes<W>::F scoresW(const float* q, const float* k, std::int64_t stride) {
+    typename Lanes<W>::F part[W];
+    for (int i = 0; i < W; ++i) {
+        auto acc = loadW<W>(q) * loadW<W>(k + i * stride);
+        for (int c = W; c < DK; c += W)
+            acc += loadW<W>(q + c) * loadW<W>(k + i * stride + c);
+        part[i] = acc;
+    }
+    return transposeSumW<W>(part);
 }
 
 /// Online-softmax attention of `rows` query rows (each keyDim wide, pre-scaled by
@@ -316,97 +359,176 @@ struct Segment {
 };
 
 struct Scratch {
-    std::vector<float> k, v, acc, m, l;
+    std::vector<float> k, v;     // the tile's K and V rows in fp32
+    std::vector<float> acc;      // [rows][valueDim]
+    std::vector<float> m, l;     // running max and sum per row
+    std::vector<float> p, alpha; // [rows][tile] probabilities, [rows] rescale of this tile
 };
 
-/// NK, NV: key and value widths in 16-float vectors (compile time, so the query row and the
-/// output row stay in vector registers).
-template <int NK, int NV> KVSCOPE_CLONES void attendSegment(const Segment& sg, Scratch& sc) {
-    constexpr std::int64_t dk = NK * 16, dv = NV * 16;
+/// DK, DV: key and value widths in floats. Per 32-token tile, the K and V rows are decoded to
+/// fp32 once for all rows, then three phases run over all rows so independent rows overlap in
+/// the core: scores (W tokens per transpose tree), the online-softmax update (one max and one
+/// rescale per row and tile), and O = alpha O + P V with up to 8 output vectors of a row in
+/// registers per pass. Arithmetic is fp32 throughout (P is not rounded).
+template <int W, int DK, int DV>
+KVSCOPE_INLINE void attendPortable(const Segment& sg, Scratch& sc) {
+    using F = typename Lanes<W>::F;
+    constexpr std::int64_t T = kTileTokens;
+    constexpr int NV = DV / W, CB = NV < 8 ? NV : 8; // output vectors, per P V pass
+    static_assert(DK % W == 0 && NV % CB == 0 && T % W == 0, "tile and pass shapes");
     const std::int64_t R = sg.rows;
     const bool shared = sg.values == sg.keys;
-    sc.k.resize(std::size_t(kTileTokens * dk));
+    sc.k.resize(std::size_t(T * DK));
     if (!shared)
-        sc.v.resize(std::size_t(kTileTokens * dv));
-    sc.acc.assign(std::size_t(R * dv), 0.0f);
+        sc.v.resize(std::size_t(T * DV));
+    sc.acc.assign(std::size_t(R * DV), 0.0f);
     sc.m.assign(std::size_t(R), -std::numeric_limits<float>::infinity());
     sc.l.assign(std::size_t(R), 0.0f);
+    sc.p.resize(std::size_t(R * T));
+    sc.alpha.resize(std::size_t(R));
     float* kf = sc.k.data();
-    float s[kTileTokens] = {};
-    for (std::int64_t t = sg.t0; t < sg.t1; t += kTileTokens) {
-        const std::int64_t T = std::min(kTileTokens, sg.t1 - t);
-        for (std::int64_t i = 0; i < T; ++i)
-            decodeRow(sg.dtype, sg.keys + (t + i) * sg.keyRowBytes, kf + i * dk, dk);
+    F iota;
+    for (int i = 0; i < W; ++i)
+        iota[i] = float(i);
+    const F minusInf = F{} - std::numeric_limits<float>::infinity();
+    for (std::int64_t t = sg.t0; t < sg.t1; t += T) {
+        const std::int64_t n = std::min(T, sg.t1 - t);
+        for (std::int64_t i = 0; i < n; ++i)
+            decodeRow(sg.dtype, sg.keys + (t + i) * sg.keyRowBytes, kf + i * DK, DK);
+        std::fill(kf + n * DK, kf + T * DK, 0.0f); // rows past the end (their scores are masked)
         const float* vf = kf;
-        std::int64_t vStride = dk;
+        std::int64_t vStride = DK;
         if (!shared) {
-            for (std::int64_t i = 0; i < T; ++i)
-                decodeRow(sg.dtype, sg.values + (t + i) * sg.valueRowBytes, sc.v.data() + i * dv,
-                          dv);
+            for (std::int64_t i = 0; i < n; ++i)
+                decodeRow(sg.dtype, sg.values + (t + i) * sg.valueRowBytes, sc.v.data() + i * DV,
+                          DV);
             vf = sc.v.data();
-            vStride = dv;
+            vStride = DV;
         }
         for (std::int64_t r = 0; r < R; ++r) {
-            Vec16 q[NK];
-            for (int v = 0; v < NK; ++v)
-                q[v] = load16(sg.q + r * dk + v * 16);
-            float tileMax = -std::numeric_limits<float>::infinity();
-            for (std::int64_t i = 0; i < T; ++i) {
-                const float* k = kf + i * dk;
-                Vec16 acc = q[0] * load16(k);
-                for (int v = 1; v < NK; ++v)
-                    acc += q[v] * load16(k + v * 16);
-                s[i] = hsum16(acc);
-                tileMax = std::max(tileMax, s[i]);
+            // Scores (q is pre-scaled by scale * log2 e), -inf past the end of the tile.
+            const float* qr = sg.q + r * DK;
+            F s[T / W];
+            F mx = minusInf;
+            for (int b = 0; b < T / W; ++b) {
+                const F left = F{} + float(n - b * W);
+                s[b] = b * W < n ? scoresW<W, DK>(qr, kf + b * W * DK, DK) : minusInf;
+                s[b] = iota < left ? s[b] : minusInf;
+                mx = mx > s[b] ? mx : s[b];
             }
+            // Online softmax: one max and one rescale per row and tile.
+            float tileMax = mx[0];
+            for (int i = 1; i < W; ++i)
+                tileMax = std::max(tileMax, mx[i]);
             float& m = sc.m[std::size_t(r)];
             const float mNew = std::max(m, tileMax);
             const float alpha = std::exp2(m - mNew); // 0 on the first tile
-            for (std::int64_t i = 0; i < kTileTokens; i += 16)
-                store16(s + i, exp2Neg16(load16(s + i) - mNew));
-            float sum = 0;
-            for (std::int64_t i = 0; i < T; ++i)
-                sum += s[i];
-            sc.l[std::size_t(r)] = sc.l[std::size_t(r)] * alpha + sum;
             m = mNew;
-            float* accRow = sc.acc.data() + r * dv;
-            Vec16 o[NV];
-            for (int v = 0; v < NV; ++v)
-                o[v] = load16(accRow + v * 16) * alpha;
-            for (std::int64_t i = 0; i < T; ++i) {
-                const float p = s[i];
-                const float* vr = vf + i * vStride;
-                for (int v = 0; v < NV; ++v)
-                    o[v] += p * load16(vr + v * 16);
+            F sum = F{};
+            for (int b = 0; b < T / W; ++b) {
+                const F left = F{} + float(n - b * W);
+                const F pb = iota < left ? exp2NegW<W>(s[b] - mNew) : F{};
+                storeW<W>(sc.p.data() + r * T + b * W, pb);
+                sum += pb;
             }
-            for (int v = 0; v < NV; ++v)
-                store16(accRow + v * 16, o[v]);
+            sc.alpha[std::size_t(r)] = alpha;
+            sc.l[std::size_t(r)] = sc.l[std::size_t(r)] * alpha + hsumW<W>(sum);
+        }
+        // O = alpha O + P V, CB output vectors of one row per pass.
+        for (std::int64_t r = 0; r < R; ++r) {
+            const float* pr = sc.p.data() + r * T;
+            float* accRow = sc.acc.data() + r * DV;
+            const float alpha = sc.alpha[std::size_t(r)];
+            for (int cb = 0; cb < NV; cb += CB) {
+                F o[CB];
+                for (int j = 0; j < CB; ++j)
+                    o[j] = loadW<W>(accRow + (cb + j) * W) * alpha;
+                for (std::int64_t i = 0; i < n; ++i) {
+                    const float pi = pr[i];
+                    const float* vr = vf + i * vStride + cb * W;
+                    for (int j = 0; j < CB; ++j)
+                        o[j] += pi * loadW<W>(vr + j * W);
+                }
+                for (int j = 0; j < CB; ++j)
+                    storeW<W>(accRow + (cb + j) * W, o[j]);
+            }
         }
     }
     for (std::int64_t r = 0; r < R; ++r) {
         const float l = sc.l[std::size_t(r)];
         const float inv = l > 0 ? 1.0f / l : 0.0f;
-        for (std::int64_t j = 0; j < dv; ++j)
-            sg.out[r * dv + j] = sc.acc[std::size_t(r * dv + j)] * inv;
+        for (std::int64_t j = 0; j < DV; ++j)
+            sg.out[r * DV + j] = sc.acc[std::size_t(r * DV + j)] * inv;
         sg.lse[r] =
             l > 0 ? sc.m[std::size_t(r)] + std::log2(l) : -std::numeric_limits<float>::infinity();
     }
 }
 
-/// The widths this engine is compiled for: GQA head dims 64/128/256 and MLA 576/512.
-bool dispatchAttend(const Segment& sg, Scratch& sc) {
-    const std::int64_t nk = sg.keyDim / 16, nv = sg.valueDim / 16;
-#define KVSCOPE_CPU_CASE(K, V)                                                                     \
-    if (nk == K && nv == V) {                                                                      \
-        attendSegment<K, V>(sg, sc);                                                               \
-        return true;                                                                               \
+/// One entry point per vector width, each compiled for its instruction set (the kernel body is
+/// inlined into it), instantiated for the widths this engine runs: GQA head dims 64/128/256
+/// and MLA 576/512.
+using PortableKernel = void (*)(const Segment&, Scratch&);
+template <int W> struct PortableWidth;
+#if defined(__GNUC__) && defined(__x86_64__)
+#define KVSCOPE_PORTABLE_WIDTH(W, TARGET)                                                          \
+    template <> struct PortableWidth<W> {                                                          \
+        template <int DK, int DV>                                                                  \
+        TARGET __attribute__((noinline)) static void run(const Segment& sg, Scratch& sc) {         \
+            attendPortable<W, DK, DV>(sg, sc);                                                     \
+        }                                                                                          \
+    };
+KVSCOPE_PORTABLE_WIDTH(16, __attribute__((target("avx512f,avx512dq,avx512vl,avx2,fma"))))
+KVSCOPE_PORTABLE_WIDTH(8, __attribute__((target("avx2,fma"))))
+KVSCOPE_PORTABLE_WIDTH(4, )
+#undef KVSCOPE_PORTABLE_WIDTH
+#else
+template <> struct PortableWidth<4> {
+    template <int DK, int DV> static void run(const Segment& sg, Scratch& sc) {
+        attendPortable<4, DK, DV>(sg, sc);
     }
-    KVSCOPE_CPU_CASE(4, 4)
-    KVSCOPE_CPU_CASE(8, 8)
-    KVSCOPE_CPU_CASE(16, 16)
-    KVSCOPE_CPU_CASE(36, 32)
-#undef KVSCOPE_CPU_CASE
-    return false;
+};
+#endif
+
+template <int W> PortableKernel portableKernelFor(std::int64_t keyDim, std::int64_t valueDim) {
+    if (keyDim == 64 && valueDim == 64)
+        return &PortableWidth<W>::template run<64, 64>;
+    if (keyDim == 128 && valueDim == 128)
+        return &PortableWidth<W>::template run<128, 128>;
+    if (keyDim == 256 && valueDim == 256)
+        return &PortableWidth<W>::template run<256, 256>;
+    if (keyDim == 576 && valueDim == 512)
+        return &PortableWidth<W>::template run<576, 512>;
+    return nullptr;
+}
+
+/// The vector width of the portable kernel on this CPU: 16 with AVX-512, 8 with AVX2 and FMA,
+/// else 4. KVSCOPE_CPU_VECTOR=4|8|16 narrows it (tests run every width the CPU can).
+int portableWidth() {
+    int w = 4;
+#if defined(__GNUC__) && defined(__x86_64__)
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+        __builtin_cpu_supports("avx512vl"))
+        w = 16;
+    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        w = 8;
+#endif
+    if (const char* force = std::getenv("KVSCOPE_CPU_VECTOR")) {
+        const int f = std::atoi(force);
+        if ((f == 4 || f == 8 || f == 16) && f <= w)
+            w = f;
+    }
+    return w;
+}
+
+PortableKernel portableKernel(int width, std::int64_t keyDim, std::int64_t valueDim) {
+#if defined(__GNUC__) && defined(__x86_64__)
+    if (width == 16)
+        return portableKernelFor<16>(keyDim, valueDim);
+    if (width == 8)
+        return portableKernelFor<8>(keyDim, valueDim);
+#endif
+    (void)width;
+    return portableKernelFor<4>(keyDim, valueDim);
 }
 
 // --- bf16 dot-product kernel (AVX-512 BF16: vdpbf16ps) -----------------------------------------
@@ -1141,6 +1263,11 @@ public:
         bf16Dot_ = bf16DotEnabled() && (s.dtype == KvDtype::Bf16 || s.dtype == KvDtype::Fp8E4m3) &&
                    ((dq == s.valueDim() && (dq == 64 || dq == 128 || dq == 256)) ||
                     (dq == 576 && s.valueDim() == 512));
+        width_ = portableWidth();
+        portable_ = portableKernel(width_, dq, s.valueDim());
+        if (!portable_)
+            return "unsupported key/value widths " + std::to_string(dq) + "/" +
+                   std::to_string(s.valueDim()) + " for the CPU kernels";
         splits_ = int(std::clamp<std::int64_t>((want + streams - 1) / streams, 1,
                                                std::clamp<std::int64_t>(s.context / 256, 1, 256)));
         for (int set = 0; set < sets; ++set) {
@@ -1235,7 +1362,7 @@ public:
             sg.out = partialOut_.data() + (split * rows + firstRow) * dv;
             sg.lse = partialLse_.data() + split * rows + firstRow;
             thread_local Scratch scratch;
-            dispatchAttend(sg, scratch); // widths checked by supports()
+            portable_(sg, scratch); // widths checked by supports()
         });
         // Combine the splits (log-sum-exp merge) and store in the activation type.
         const std::int64_t rowsPerItem =
@@ -1292,7 +1419,9 @@ public:
 
     std::string kernelName() const override {
         const std::string name = shape_.kind == Attention::Mla ? "cpu-mla-absorbed" : "cpu-gqa";
-        return bf16Dot_ ? name + "-bf16dot" : name;
+        if (bf16Dot_)
+            return name + "-bf16dot";
+        return name + (width_ == 16 ? "-avx512" : width_ == 8 ? "-avx2" : "-vec4");
     }
     int splits() const override {
         return splits_;
@@ -1329,6 +1458,8 @@ private:
     std::uint64_t seed_ = 0;
     int splits_ = 1;
     bool bf16Dot_ = false;
+    int width_ = 4; // the portable kernel's vector width
+    PortableKernel portable_ = nullptr;
     std::vector<InputSet> sets_;
     Buffer out_;
     std::vector<float> partialOut_, partialLse_;

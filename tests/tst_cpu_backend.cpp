@@ -144,35 +144,56 @@ private Q_SLOTS:
     }
 
     /// Both CPU kernels for bf16/fp8 KV: the AVX512_BF16 dot-product kernel where the CPU has
-    /// it, and the portable fp32 kernel (forced by KVSCOPE_CPU_KERNEL=fp32), on tile edges:
-    /// contexts shorter than, equal to and one past a 16/32-token tile, odd group sizes.
+    /// it, and the portable fp32 kernel (forced by KVSCOPE_CPU_KERNEL=fp32) at every vector
+    /// width this CPU runs (KVSCOPE_CPU_VECTOR: 16 AVX-512, 8 AVX2, 4 anything), on tile
+    /// edges: contexts shorter than, equal to and one past a 16/32-token tile, odd group sizes.
+    /// fp16 and fp32 KV always take the portable kernel.
     void bothKernels_data() {
         QTest::addColumn<DecodeShape>("shape");
         QTest::addColumn<bool>("portable");
-        for (bool portable : {false, true})
-            for (KvDtype dt : {KvDtype::Bf16, KvDtype::Fp8E4m3}) {
-                const std::string n = std::string(dtypeName(dt)) + (portable ? " fp32" : " auto");
-                QTest::newRow(("gqa-5 S1 " + n).c_str()) << gqa(10, 2, 64, 1, 1, dt) << portable;
-                QTest::newRow(("gqa-8 S17 " + n).c_str()) << gqa(16, 2, 128, 17, 1, dt) << portable;
-                QTest::newRow(("gqa-7 S32 " + n).c_str()) << gqa(14, 2, 256, 32, 1, dt) << portable;
-                QTest::newRow(("gqa-4 S33 " + n).c_str()) << gqa(8, 2, 128, 33, 3, dt) << portable;
-                QTest::newRow(("mqa S8191 " + n).c_str())
-                    << gqa(9, 1, 128, 8191, 1, dt) << portable;
-                QTest::newRow(("mla h3 S47 " + n).c_str()) << mla(3, 47, 2, dt) << portable;
-            }
+        QTest::addColumn<int>("width"); // 0: the CPU's widest
+        auto rows = [](KvDtype dt, bool portable, int width) {
+            const std::string n = std::string(dtypeName(dt)) +
+                                  (portable ? " fp32 x" + std::to_string(width) : " auto");
+            QTest::newRow(("gqa-5 S1 " + n).c_str())
+                << gqa(10, 2, 64, 1, 1, dt) << portable << width;
+            QTest::newRow(("gqa-8 S17 " + n).c_str())
+                << gqa(16, 2, 128, 17, 1, dt) << portable << width;
+            QTest::newRow(("gqa-7 S32 " + n).c_str())
+                << gqa(14, 2, 256, 32, 1, dt) << portable << width;
+            QTest::newRow(("gqa-4 S33 " + n).c_str())
+                << gqa(8, 2, 128, 33, 3, dt) << portable << width;
+            QTest::newRow(("mqa S8191 " + n).c_str())
+                << gqa(9, 1, 128, 8191, 1, dt) << portable << width;
+            QTest::newRow(("mla h3 S47 " + n).c_str()) << mla(3, 47, 2, dt) << portable << width;
+        };
+        for (KvDtype dt : {KvDtype::Bf16, KvDtype::Fp8E4m3})
+            rows(dt, false, 0);
+        for (int width : {16, 8, 4})
+            for (KvDtype dt : {KvDtype::Bf16, KvDtype::Fp8E4m3, KvDtype::Fp16, KvDtype::Fp32})
+                rows(dt, true, width);
     }
     void bothKernels() {
         QFETCH(DecodeShape, shape);
         QFETCH(bool, portable);
+        QFETCH(int, width);
         if (portable)
             qputenv("KVSCOPE_CPU_KERNEL", "fp32");
+        if (width)
+            qputenv("KVSCOPE_CPU_VECTOR", QByteArray::number(width));
         auto b = cpu();
         const Measurement m = b->selfCheck(shape);
         qunsetenv("KVSCOPE_CPU_KERNEL");
+        qunsetenv("KVSCOPE_CPU_VECTOR");
         QVERIFY2(m.ok, m.error.c_str());
         QVERIFY(m.maxRelError <= errorBoundFor(shape.dtype));
-        if (portable)
+        if (portable) {
             QVERIFY2(m.kernel.find("bf16dot") == std::string::npos, m.kernel.c_str());
+            // The width that ran: the one asked for, or narrower on a CPU without it.
+            const std::string ran = m.kernel.substr(m.kernel.rfind('-') + 1);
+            const int ranWidth = ran == "avx512" ? 16 : ran == "avx2" ? 8 : ran == "vec4" ? 4 : 0;
+            QVERIFY2(ranWidth > 0 && ranWidth <= width, m.kernel.c_str());
+        }
     }
 
     void harnessCatchesUnwrittenOutput() {
