@@ -60,7 +60,7 @@ void TpPlot::rebuild() {
         title_->setFont(labelFont(0.95));
     }
     if (kind_ == Kind::Intensity)
-        yAxis->setLabel(tr("decode intensity (FLOP / byte)"));
+        yAxis->setLabel(tr("intensity (FLOP/B)")); // the title says the rest
     else
         yAxis->setLabel(metric_ == Metric::Tokens ? tr("tokens held") : tr("concurrent requests"));
     if (title_)
