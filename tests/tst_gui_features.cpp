@@ -432,6 +432,33 @@ private Q_SLOTS:
         QCOMPARE(w->rooflinePlot()->measuredPoints().size(), 1); // the loaded file stays
     }
 
+    /// The callout naming the current configuration never hides a plotted point: a CPU's
+    /// measured points sit two decades under a GPU roof, where its default corner is.
+    void calloutLeavesPointsVisible() {
+        auto w = makeWindow();
+        QVERIFY(w->loadModelRef(QStringLiteral("llama-3-8b")));
+        w->flushRefresh();
+        QVector<MeasuredPoint> cpu;
+        const double intensity[] = {1, 2, 4, 8, 16, 32},
+                     achieved[] = {44e9, 85e9, 110e9, 170e9, 220e9, 240e9};
+        for (int i = 0; i < 6; ++i)
+            cpu.append({QStringLiteral("v%1").arg(i), intensity[i], achieved[i], {}});
+        RooflinePlot* plot = w->rooflinePlot();
+        plot->setMeasuredCeilings({60e9, 0.8e12});
+        plot->setMeasuredPoints(cpu);
+        w->renderNow();
+        const QRectF box = plot->calloutRect();
+        QVERIFY(!box.isEmpty());
+        for (const MeasuredPoint& p : cpu) {
+            const QPointF px(plot->xAxis->coordToPixel(p.intensityFlopPerByte),
+                             plot->yAxis->coordToPixel(p.achievedFlopPerS));
+            QVERIFY2(
+                !box.contains(px),
+                qPrintable(
+                    QStringLiteral("%1 FLOP/B under the callout").arg(p.intensityFlopPerByte)));
+        }
+    }
+
     void measureCancelAndNewestWins() {
         auto w = makeWindow();
         MeasureController* m = features(*w)->measure();

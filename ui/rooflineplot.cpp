@@ -68,21 +68,22 @@ void RooflinePlot::setMeasuredVisible(bool visible) {
     Q_EMIT measuredVisibleChanged(visible);
 }
 
+QRectF RooflinePlot::calloutRect() const {
+    if (!callout_)
+        return {};
+    return QRectF(callout_->topLeft->pixelPosition(), callout_->bottomRight->pixelPosition());
+}
+
 void RooflinePlot::fitCallout() {
     // A narrow plot (presentation fonts, four docks across 1080p) shrinks the callout's font
     // rather than clipping its left edge.
     if (!callout_)
         return;
     QFont f = calloutFont_;
-    const QRect textBox = QFontMetrics(f).boundingRect(QRect(), 0, callout_->text());
-    const int textWidth = textBox.width() + 14;
+    const int textWidth = QFontMetrics(f).boundingRect(QRect(), 0, callout_->text()).width() + 14;
     const int room = axisRect()->width() * 94 / 100;
-    double shrink = 1.0;
-    if (room > 80 && textWidth > room) {
-        shrink = double(room) / textWidth;
-        f.setPointSizeF(f.pointSizeF() * shrink);
-    }
-    callout_->setFont(f);
+    if (room > 80 && textWidth > room)
+        f.setPointSizeF(f.pointSizeF() * room / textWidth);
 
     // Candidate corners, in order of preference: under the flat roof (bottom right), above the
     // slope (top left, where nothing but rising labels is drawn), then mid right. A CPU's
@@ -98,8 +99,7 @@ void RooflinePlot::fitCallout() {
         {0.97, 0.55, Qt::AlignRight | Qt::AlignVCenter, false},
     };
     const QRect ar = axisRect()->rect();
-    const QSizeF box(textBox.width() * shrink + 14, textBox.height() * shrink + 8);
-    auto rectFor = [&](const Place& p) {
+    auto rectFor = [&](const Place& p, const QSizeF& box) {
         const QPointF a(ar.left() + p.rx * ar.width(), ar.top() + p.ry * ar.height());
         const double x = p.align & Qt::AlignRight ? a.x() - box.width() : a.x();
         const double y = p.align & Qt::AlignBottom    ? a.y() - box.height()
@@ -132,22 +132,44 @@ void RooflinePlot::fitCallout() {
         }
         labels.append(QRectF(QPointF(x0, y0), QPointF(x1, y1)));
     }
+    // The first corner that hides nothing, at full size, else at 90% or 80% of it, else with
+    // its list of coinciding variants wrapped (a narrow dock: the box is most of the axis
+    // width); else the text, corner and size that hide least.
     const Place* best = &places[0];
+    double bestScale = 1.0;
+    QString bestText = calloutTexts_.isEmpty() ? callout_->text() : calloutTexts_.front();
     int bestCost = -1;
-    for (const Place& p : places) {
-        const QRectF r = rectFor(p).adjusted(-8, -8, 8, 8);
-        int cost = 0;
-        for (const QPointF& pt : points)
-            cost += r.contains(pt) ? 3 : 0;
-        for (const QRectF& l : labels)
-            cost += r.intersects(l) ? 1 : 0;
-        if (bestCost < 0 || cost < bestCost) {
-            bestCost = cost;
-            best = &p;
+    for (const QString& text : calloutTexts_) {
+        for (const double scale : {1.0, 0.9, 0.8}) {
+            QFont fs = f;
+            fs.setPointSizeF(f.pointSizeF() * scale);
+            const QRect tb = QFontMetrics(fs).boundingRect(QRect(), 0, text);
+            const QSizeF box(tb.width() + 14, tb.height() + 8);
+            for (const Place& p : places) {
+                const QRectF r = rectFor(p, box).adjusted(-6, -6, 6, 6);
+                int cost = 0;
+                for (const QPointF& pt : points)
+                    cost += r.contains(pt) ? 3 : 0;
+                for (const QRectF& l : labels)
+                    cost += r.intersects(l) ? 1 : 0;
+                if (bestCost < 0 || cost < bestCost) {
+                    bestCost = cost;
+                    best = &p;
+                    bestScale = scale;
+                    bestText = text;
+                }
+                if (cost == 0)
+                    break;
+            }
+            if (bestCost == 0)
+                break;
         }
-        if (cost == 0)
+        if (bestCost == 0)
             break;
     }
+    callout_->setText(bestText);
+    f.setPointSizeF(f.pointSizeF() * bestScale);
+    callout_->setFont(f);
     callout_->position->setCoords(best->rx, best->ry);
     callout_->setPositionAlignment(best->align);
     if (calloutArrow_)
@@ -273,9 +295,12 @@ void RooflinePlot::rebuild() {
         }
         // Vertical labels rising from each point: the space above the slope is empty, and
         // neighbours a factor of two apart never collide.
-        auto* t = addLabel(v->intensityFlopPerByte, v->attainableFlopPerS * 1.5,
-                           names.join(QStringLiteral(" = ")), Qt::AlignLeft | Qt::AlignVCenter,
-                           v->mla ? mColor : vColor, 0.95, true);
+        // Three or more coinciding variants: the first and last, so the label fits above the
+        // point (all five of DeepSeek-V3's GQA variants at TP 16 ran off the plot).
+        const QString text = names.size() > 2 ? names.front() + QStringLiteral("…") + names.back()
+                                              : names.join(QStringLiteral(" = "));
+        auto* t = addLabel(v->intensityFlopPerByte, v->attainableFlopPerS * 1.5, text,
+                           Qt::AlignLeft | Qt::AlignVCenter, v->mla ? mColor : vColor, 0.95, true);
         t->setRotation(-90);
     }
     if (!anyMla)
@@ -300,9 +325,14 @@ void RooflinePlot::rebuild() {
         QString text = tr("%1 at %2 FLOP/B\n%3 of bf16 peak")
                            .arg(q(current->label), intensityText(current->intensityFlopPerByte),
                                 percentText(current->fractionOfPeak));
-        if (!sameAsCurrent.isEmpty())
-            text += tr("\nsame per GPU: %1").arg(sameAsCurrent.join(QStringLiteral(", ")));
-        t->setText(text);
+        calloutTexts_ = QStringList{text};
+        if (!sameAsCurrent.isEmpty()) {
+            // Preferred on one line; wrapped (narrower) when a narrow dock has no free corner.
+            const QString same = sameAsCurrent.join(QStringLiteral(", "));
+            calloutTexts_ = QStringList{text + tr("\nsame per GPU: %1").arg(same),
+                                        text + tr("\nsame per GPU:\n%1").arg(same)};
+        }
+        t->setText(calloutTexts_.front());
         t->setFont(labelFont(1.15, true));
         callout_ = t;
         calloutFont_ = t->font();

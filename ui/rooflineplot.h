@@ -22,6 +22,8 @@ public:
     void setMeasuredVisible(bool visible);
     bool measuredVisible() const { return measuredVisible_; }
     const QVector<MeasuredPoint>& measuredPoints() const { return measured_; }
+    /// The current-configuration callout's box in widget pixels (empty when there is none).
+    QRectF calloutRect() const;
 
 Q_SIGNALS:
     void measuredVisibleChanged(bool visible);
@@ -38,6 +40,7 @@ private:
     RooflineData data_;
     QPointer<QCPItemText> callout_;
     QPointer<QCPItemLine> calloutArrow_;
+    QStringList calloutTexts_; ///< the callout's text, preferred form first
     QFont calloutFont_;
     QVector<MeasuredPoint> measured_;
     MeasuredCeilings ceilings_;
