@@ -1,7 +1,8 @@
 // CPU engine: the same decode math as the CUDA kernels (GQA family and absorbed MLA), split
-// over KV chunks on a std::thread pool and merged by log-sum-exp; fp32 arithmetic, storage
-// formats decoded in software. Inner loops are written for the auto-vectoriser and cloned for
-// AVX-512 / AVX2+FMA / baseline (target_clones) where the compiler supports it.
+// over KV chunks on a std::thread pool and merged by log-sum-exp. Two kernels: bf16/fp8 KV on
+// vdpbf16ps where the CPU has AVX512_BF16, and a portable fp32 kernel on GCC vector types, one
+// instantiation per vector width (AVX-512, AVX2+FMA, 4-wide) picked at run time. No -march:
+// the binary stays portable. Design and figures: gpu/NOTES.md.
 #include "gpu/engine.h"
 #include "gpu/numerics.h"
 
