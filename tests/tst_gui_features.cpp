@@ -499,8 +499,10 @@ private Q_SLOTS:
         const MeasureJob job = features(*w)->measure()->jobForCurrentState();
         QVERIFY(!job.shapes.empty());
         QCOMPARE(job.shapes.size(), job.variants.size());
-        for (const auto& sh : job.shapes)
+        for (const auto& sh : job.shapes) {
             QCOMPARE(sh.qHeads, std::int64_t(8)); // 64 query heads over TP=8
+            QCOMPARE(sh.context, std::int64_t(8192));
+        }
     }
 };
 

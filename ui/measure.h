@@ -45,8 +45,8 @@ public:
     explicit MeasureController(MainWindow& w);
     ~MeasureController() override;
 
-    /// The sweep for the window's current model at its TP: every variant, a short context on
-    /// a CPU (2048 tokens, batch 1) and a longer one on CUDA. CUDA when it is present.
+    /// The sweep for the window's current model at its TP: every variant at 8,192 tokens,
+    /// batch 1 on a CPU and 16 on CUDA. CUDA when it is present.
     MeasureJob jobForCurrentState() const;
     /// Starts `job` on a worker thread; a running sweep is cancelled (its results dropped).
     void start(const MeasureJob& job);
