@@ -601,7 +601,7 @@ KVSCOPE_BF16_TARGET inline __attribute__((always_inline)) __m512 transposeSum16(
                          _mm512_shuffle_f32x4(c[0], c[1], 0xdd));
 }
 
-/// 2^x for x <= 0 (as exp2Neg16): degree-7 polynomial, then scalef by the integer part.
+/// 2^x for x <= 0 (as exp2NegW): degree-7 polynomial, then scalef by the integer part.
 KVSCOPE_BF16_TARGET inline __m512 exp2Neg512(__m512 x) {
     x = _mm512_max_ps(x, _mm512_set1_ps(-125.0f));
     const __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
