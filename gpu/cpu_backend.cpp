@@ -1273,22 +1273,44 @@ public:
                    std::to_string(s.valueDim()) + " for the CPU kernels";
         splits_ = int(std::clamp<std::int64_t>((want + streams - 1) / streams, 1,
                                                std::clamp<std::int64_t>(s.context / 256, 1, 256)));
-        for (int set = 0; set < sets; ++set) {
-            InputSet in;
-            const std::uint64_t sd = seed + std::uint64_t(set);
-            if (!in.q.allocate(std::size_t(qElems * ab)) ||
-                !in.k.allocate(std::size_t(kvElems * kb)) ||
-                (s.kind == Attention::Gqa && !in.v.allocate(std::size_t(kvElems * kb)))) {
-                release();
-                return "out of memory allocating input set " + std::to_string(set) + " for " +
-                       describe(s);
+        // Input buffers: the previous shape's where they are large enough (their pages are
+        // already mapped: fresh ones page-faulted through a quarter of a sweep), then the spares
+        // left over are freed before anything new is allocated.
+        std::vector<Buffer*> wanted;
+        std::vector<std::size_t> wantBytes;
+        sets_.resize(std::size_t(sets));
+        for (InputSet& in : sets_) {
+            wanted.insert(wanted.end(), {&in.q, &in.k});
+            wantBytes.insert(wantBytes.end(),
+                             {std::size_t(qElems * ab), std::size_t(kvElems * kb)});
+            if (s.kind == Attention::Gqa) {
+                wanted.push_back(&in.v);
+                wantBytes.push_back(std::size_t(kvElems * kb));
             }
+        }
+        std::sort(spare_.begin(), spare_.end(),
+                  [](const Buffer& a, const Buffer& b) { return a.bytes < b.bytes; });
+        for (std::size_t i = 0; i < wanted.size(); ++i)
+            for (Buffer& b : spare_)
+                if (b.data && b.bytes >= wantBytes[i]) { // the smallest that fits
+                    *wanted[i] = std::move(b);
+                    break;
+                }
+        spare_.clear();
+        for (std::size_t i = 0; i < wanted.size(); ++i)
+            if (!wanted[i]->data && !wanted[i]->allocate(wantBytes[i])) {
+                release();
+                spare_.clear();
+                return "out of memory allocating the input sets for " + describe(s);
+            }
+        for (int set = 0; set < sets; ++set) {
+            InputSet& in = sets_[std::size_t(set)];
+            const std::uint64_t sd = seed + std::uint64_t(set);
             fill(in.q.data, qElems, act, sd, num::kQuery, num::kQueryScale);
             fill(in.k.data, kvElems, s.dtype, sd,
                  s.kind == Attention::Mla ? num::kLatent : num::kKey, 1.0f);
             if (s.kind == Attention::Gqa)
                 fill(in.v.data, kvElems, s.dtype, sd, num::kValue, 1.0f);
-            sets_.push_back(std::move(in));
         }
         const std::int64_t outElems = s.batch * s.qHeads * s.valueDim();
         if (!out_.allocate(std::size_t(outElems * ab))) {
@@ -1431,6 +1453,10 @@ public:
     }
 
     void release() override {
+        for (InputSet& in : sets_) // kept for the next prepare(); freed with the engine
+            for (Buffer* b : {&in.q, &in.k, &in.v})
+                if (b->data)
+                    spare_.push_back(std::move(*b));
         sets_.clear();
         out_ = Buffer{};
         partialOut_.clear();
@@ -1464,6 +1490,7 @@ private:
     int width_ = 4; // the portable kernel's vector width
     PortableKernel portable_ = nullptr;
     std::vector<InputSet> sets_;
+    std::vector<Buffer> spare_; // input buffers of the last shape, for the next prepare()
     Buffer out_;
     std::vector<float> partialOut_, partialLse_;
 };

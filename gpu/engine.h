@@ -46,7 +46,8 @@ public:
     /// Kernel name and KV splits of the last prepared shape.
     virtual std::string kernelName() const = 0;
     virtual int splits() const = 0;
-    /// Frees the input sets.
+    /// Frees the input sets. (An engine may keep their memory for its next prepare(); it is
+    /// returned when the engine is destroyed.)
     virtual void release() = 0;
 };
 
