@@ -93,11 +93,18 @@ std::optional<std::int64_t> memoryAt(std::string_view s, std::size_t pos) {
 
 /// The value of `name=value` or `'name': value` (quotes stripped), up to , ) } or space.
 std::optional<std::string> keyValue(std::string_view line, std::string_view name) {
-    std::optional<std::size_t> p = after(line, std::string(name) + "=");
+    // Built by appending: "'" + std::string(...) draws a false -Wrestrict from GCC 12 at -O3.
+    auto key = [name](std::string_view open, std::string_view close) {
+        std::string k(open);
+        k += name;
+        k += close;
+        return k;
+    };
+    std::optional<std::size_t> p = after(line, key("", "="));
     if (!p)
-        p = after(line, "'" + std::string(name) + "': ");
+        p = after(line, key("'", "': "));
     if (!p)
-        p = after(line, "\"" + std::string(name) + "\": ");
+        p = after(line, key("\"", "\": "));
     if (!p)
         return std::nullopt;
     std::size_t i = *p;

@@ -111,8 +111,12 @@ std::string formatNumberPlain(const ReportNumber& n) {
 }
 
 std::string formatNumberHuman(const ReportNumber& n) {
-    if (n.unit == "B")
-        return n.value < 0 ? "-" + humanBytes(-n.value) : humanBytes(n.value);
+    if (n.unit == "B") {
+        if (!(n.value < 0))
+            return humanBytes(n.value);
+        std::string s = "-"; // appended, not "-" + string: GCC 12 -O3 warns -Wrestrict on that
+        return s += humanBytes(-n.value);
+    }
     if (n.unit == "fraction")
         return fixed(100.0 * n.value, 2) + " %";
     if (n.unit == "FLOP/s")
