@@ -1190,19 +1190,24 @@ public:
             return c;
         }
         std::vector<float> sink(static_cast<std::size_t>(parts), 0.0f);
-        std::vector<double> times;
-        for (int rep = 0; rep < 7; ++rep) {
-            const auto t0 = std::chrono::steady_clock::now();
-            pool_.parallelFor(parts, [&](std::int64_t t) {
-                const std::int64_t b = t * per, e = std::min(n, b + per);
-                sink[std::size_t(t)] += sumStreams(p + b, e - b);
-            });
-            times.push_back(
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-        }
-        volatile float keep = sink[0];
-        (void)keep;
-        c.readBytesPerSecond = double(bytes) / medianOf(times);
+        // Median wall time of `reps` runs of perThread(t) on every thread (t < parts); each
+        // adds its result to sink[t] so the work cannot be optimised away.
+        auto medianSeconds = [&](int reps, const std::function<float(std::int64_t)>& perThread) {
+            std::vector<double> times;
+            for (int rep = 0; rep < reps; ++rep) {
+                const auto t0 = std::chrono::steady_clock::now();
+                pool_.parallelFor(parts,
+                                  [&](std::int64_t t) { sink[std::size_t(t)] += perThread(t); });
+                times.push_back(
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+            }
+            return medianOf(times);
+        };
+        const double readSeconds = medianSeconds(7, [&](std::int64_t t) {
+            const std::int64_t b = t * per, e = std::min(n, b + per);
+            return sumStreams(p + b, e - b);
+        });
+        c.readBytesPerSecond = double(bytes) / readSeconds;
         c.readKernel = "sum of fp32 over " + std::to_string(bytes >> 20) + " MiB on " +
                        std::to_string(threads) + " threads, median of 7";
         if (progress && !progress(0.6, "cpu fma peak")) {
@@ -1211,37 +1216,25 @@ public:
         }
         // FMA peak: every thread runs independent multiply-add chains.
         const std::int64_t iters = 2'000'000;
-        times.clear();
-        for (int rep = 0; rep < 5; ++rep) {
-            const auto t0 = std::chrono::steady_clock::now();
-            pool_.parallelFor(
-                threads, [&](std::int64_t t) { sink[std::size_t(t)] += fmaLoop(iters, float(t)); });
-            times.push_back(
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-        }
         const double flops = double(iters) * 8 * 16 * 2 * threads;
-        const double peak = flops / medianOf(times);
+        const double peak =
+            flops / medianSeconds(5, [&](std::int64_t t) { return fmaLoop(iters, float(t)); });
         for (KvDtype d : {KvDtype::Bf16, KvDtype::Fp16, KvDtype::Fp8E4m3, KvDtype::Fp32})
             c.peakFlopPerSecond[std::string(dtypeName(d))] = peak;
         c.peakKernel = "fp32 multiply-add chains on " + std::to_string(threads) + " threads";
         if (bf16DotEnabled()) {
             // bf16 and fp8 KV run on vdpbf16ps (two products per lane): their roof is its peak.
-            times.clear();
-            for (int rep = 0; rep < 5; ++rep) {
-                const auto t0 = std::chrono::steady_clock::now();
-                pool_.parallelFor(threads, [&](std::int64_t t) {
-                    sink[std::size_t(t)] += bf16DotLoop(iters, float(t));
-                });
-                times.push_back(
-                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-            }
-            const double dot = double(iters) * kBf16DotLoopFlops * threads / medianOf(times);
+            const double dot =
+                double(iters) * kBf16DotLoopFlops * threads /
+                medianSeconds(5, [&](std::int64_t t) { return bf16DotLoop(iters, float(t)); });
             for (KvDtype d : {KvDtype::Bf16, KvDtype::Fp8E4m3})
                 c.peakFlopPerSecond[std::string(dtypeName(d))] = dot;
             c.peakKernel += " for fp16/fp32 KV; vdpbf16ps chains for bf16/fp8 KV";
         } else {
             c.peakKernel += " (every KV dtype is computed in fp32 on this CPU)";
         }
+        volatile float keep = sink[0];
+        (void)keep;
         c.ok = true;
         if (progress)
             progress(1.0, "cpu ceilings done");
