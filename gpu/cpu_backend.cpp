@@ -299,8 +299,8 @@ template <int W> KVSCOPE_INLINE typename Lanes<W>::F exp2NegW(typename Lanes<W>:
 /// One level of the transpose-sum tree on W / h vectors (h = 1, 2, 4, ...): output i sums
 /// inputs 2i and 2i+1 pairwise, block b of 2h lanes holding the sums of input 2i's two halves of
 /// the block, then input 2i+1's. h is a template parameter so the masks are constants.
-template <int W, int H> KVSCOPE_INLINE void transposeLevel(typename Lanes<W>::F* v) {
 #if defined(__GNUC__) && !defined(__clang__)
+template <int W, int H> KVSCOPE_INLINE void transposeLevel(typename Lanes<W>::F* v) {
     using I = typename Lanes<W>::I;
     I lo = {}, hi = {};
     for (int l = 0; l < W; ++l) {
@@ -313,10 +313,8 @@ template <int W, int H> KVSCOPE_INLINE void transposeLevel(typename Lanes<W>::F*
                __builtin_shuffle(v[2 * i], v[2 * i + 1], hi);
     if constexpr (2 * H < W)
         transposeLevel<W, 2 * H>(v);
-#else
-    (void)v;
-#endif
 }
+#endif
 
 /// Lane i of the result is the sum of the W lanes of v[i] (v is overwritten): log2 W levels of
 /// shuffles and adds instead of one horizontal sum per vector.
@@ -1256,14 +1254,13 @@ public:
         const std::int64_t streams = s.kind == Attention::Mla ? s.batch : s.batch * s.kvHeads;
         const std::int64_t want = 4 * std::int64_t(pool_.size());
         // The bf16 dot-product kernel: bf16 or fp8 KV (bf16 queries) on AVX512_BF16 CPUs.
-        bf16Dot_ = bf16DotEnabled() && (s.dtype == KvDtype::Bf16 || s.dtype == KvDtype::Fp8E4m3) &&
-                   ((dq == s.valueDim() && (dq == 64 || dq == 128 || dq == 256)) ||
-                    (dq == 576 && s.valueDim() == 512));
+        // Both kernels are built for the same widths (GQA 64/128/256, MLA 576/512).
         width_ = portableWidth();
         portable_ = portableKernel(width_, dq, s.valueDim());
         if (!portable_)
             return "unsupported key/value widths " + std::to_string(dq) + "/" +
                    std::to_string(s.valueDim()) + " for the CPU kernels";
+        bf16Dot_ = bf16DotEnabled() && (s.dtype == KvDtype::Bf16 || s.dtype == KvDtype::Fp8E4m3);
         splits_ = int(std::clamp<std::int64_t>((want + streams - 1) / streams, 1,
                                                std::clamp<std::int64_t>(s.context / 256, 1, 256)));
         // Input buffers: the previous shape's where they are large enough (their pages are
