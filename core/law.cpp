@@ -109,7 +109,10 @@ std::string variantLabel(const ModelSpec& m, std::int64_t kvHeads) {
         return "MQA";
     if (h % kvHeads != 0)
         return "h_kv=" + str(kvHeads);
-    return "GQA-" + str(h / kvHeads);
+    // The GQA paper (Ainslie et al. 2023, §2.2) names a model by its number of KV groups:
+    // "GQA-G" has G = h_kv groups, so Llama-3-8B (32 query heads, 8 KV heads) is GQA-8, with
+    // g = h / h_kv = 4 query heads per group.
+    return "GQA-" + str(kvHeads);
 }
 
 Status validate(const ModelSpec& m, const GpuSpec& gpu, const Deployment& d) {

@@ -49,7 +49,7 @@ Status validate(const ModelSpec& m, const GpuSpec& gpu, const Deployment& d);
 
 /// Every valid h_kv for a model (the divisors of h), descending: MHA first, MQA last.
 std::vector<std::int64_t> validKvHeadCounts(const ModelSpec& m);
-/// "MHA", "GQA-8" (g = h / h_kv, the number of query heads per KV head), "MQA".
+/// "MHA", "GQA-8" (8 = h_kv, the number of KV groups, as the GQA paper names it), "MQA".
 std::string variantLabel(const ModelSpec& m, std::int64_t kvHeads);
 /// Valid TP sizes for a model at an h_kv: h % TP == 0 and the two KV regimes; ascending.
 std::vector<std::int64_t> validTpSizes(const ModelSpec& m, std::int64_t kvHeads,

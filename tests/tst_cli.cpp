@@ -108,9 +108,10 @@ void TestCli::sweepCsv() {
     QVERIFY(lines.first().startsWith(QStringLiteral("tp,variant,kv_heads")));
     // TP 1..32 × 6 variants (32, 16, 8, 4, 2, 1 KV heads) + header.
     QCOMPARE(lines.size(), 6 * 6 + 1);
-    // Llama-3-8B GQA-4 at TP=16: one replicated KV head per rank, 16 KiB per token per rank.
+    // Llama-3-8B at TP=16 (GQA-8: eight KV groups of g = 4, the GQA paper's naming): one
+    // replicated KV head per rank, 16 KiB per token per rank.
     QVERIFY(std::any_of(lines.begin(), lines.end(), [](const QString& l) {
-        return l.startsWith(QStringLiteral("16,GQA-4,8,1,true,131072,16384,"));
+        return l.startsWith(QStringLiteral("16,GQA-8,8,1,true,131072,16384,"));
     }));
 }
 

@@ -421,8 +421,13 @@ void TestLaw::sweepCoversEveryVariant() {
         refused += row.report.ok() ? 0 : 1;
     QCOMPARE(refused, 0); // every power-of-two TP works for power-of-two heads
     QCOMPARE(variantLabel(m, 64), std::string("MHA"));
+    // The GQA paper names GQA by its KV groups: GQA-8 has 8 KV heads whatever h is.
     QCOMPARE(variantLabel(m, 8), std::string("GQA-8"));
+    QCOMPARE(variantLabel(m, 16), std::string("GQA-16")); // g = 4
+    QCOMPARE(variantLabel(m, 2), std::string("GQA-2"));   // g = 32
     QCOMPARE(variantLabel(m, 1), std::string("MQA"));
+    QCOMPARE(variantLabel(model("llama-3-8b"), 8), std::string("GQA-8")); // g = 4
+    QCOMPARE(variantLabel(model("llama-3-8b"), 32), std::string("MHA"));
     const auto falcon = model("falcon-7b"); // 71 heads: TP 1 only among powers of two
     int ok = 0;
     for (const auto& row : sweep(falcon, gpu("h100-sxm"), Deployment{}, 8))

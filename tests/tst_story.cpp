@@ -86,6 +86,29 @@ private Q_SLOTS:
         }
     }
 
+    // A step title that names a variant ("GQA-8: ...") names the one its state evaluates to,
+    // by the GQA paper's convention (GQA-G has G = h_kv KV groups).
+    void titlesNameTheStepsVariant() {
+        auto story = loadBuiltinStory("chapter");
+        QVERIFY(story.ok());
+        int named = 0;
+        for (const auto& step : story->steps) {
+            const auto colon = step.title.find(':');
+            if (colon == std::string::npos)
+                continue;
+            const std::string head = step.title.substr(0, colon);
+            if (head != "MHA" && head != "MQA" && head.rfind("GQA-", 0) != 0)
+                continue;
+            auto ev = evaluateStep(step);
+            QVERIFY2(ev.ok(), step.title.c_str());
+            QCOMPARE(ev->report.variant, head);
+            if (head.rfind("GQA-", 0) == 0)
+                QCOMPARE(head, "GQA-" + std::to_string(ev->report.kvHeads));
+            ++named;
+        }
+        QVERIFY(named >= 3); // MHA, MQA and GQA-8 open the chapter
+    }
+
     void teacherStoryFile() {
         auto story = loadStoryFile(KVSCOPE_TEST_DATA_DIR "/stories/teacher.json");
         QVERIFY2(story.ok(), story.ok() ? "" : story.error().message().c_str());

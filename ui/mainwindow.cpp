@@ -534,7 +534,7 @@ void MainWindow::refreshNow() {
     capacity_->setData(tp);
     intensity_->setData(tp);
     setWindowTitle(tr("kvscope — %1 · %2 · TP %3")
-                       .arg(modelTitle(state_), q(report_.variant))
+                       .arg(modelTitle(state_), q(variantWithGroup(report_)))
                        .arg(report_.tp));
 }
 
