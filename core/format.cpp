@@ -226,12 +226,36 @@ std::string textReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) 
     row("weights per rank", humanBytes(static_cast<double>(r.weightBytesPerRank)),
         toString(r.weightDtype));
 
+    const DecodeStep& st = r.step;
     o << "\nOne decode step per rank (batch " << r.batch << ", " << withCommas(r.context)
       << " tokens)\n";
-    row("weights read", humanBytes(static_cast<double>(r.stepWeightBytesPerRank)));
-    row("KV read", humanBytes(static_cast<double>(r.stepKvBytesPerRank)),
-        fixed(100.0 * r.stepKvFraction, 1) + "% of the step's bytes");
-    row("time >= bytes / BW", fixed(r.stepTimeLowerBoundS * 1e3, 2) + " ms");
+    row("weights read", humanBytes(static_cast<double>(st.weightBytes)),
+        st.moeLayers > 0
+            ? fixed(st.expertsTouchedPerMoeLayer, 1) + " of " +
+                  std::to_string(m.routedExperts.value) + " routed experts per MoE layer touched"
+            : "read once per step");
+    row("KV read", humanBytes(static_cast<double>(st.kvBytes)),
+        fixed(100.0 * st.kvFraction, 1) + "% of the step's bytes");
+    row("activations", humanBytes(static_cast<double>(st.activationBytes)),
+        "GEMM inputs/outputs, Q/O, residual stream (16-bit)");
+    row("bytes / BW", fixed(st.memoryTimeS * 1e3, 3) + " ms",
+        humanBytes(static_cast<double>(st.bytes())) + " / " +
+            humanBandwidth(gpu.bandwidthBytesPerS));
+    row("FLOPs / peak", fixed(st.computeTimeS * 1e3, 3) + " ms",
+        fixed(st.flops() / 1e12, 3) + " TFLOP (GEMMs " + fixed(st.gemmFlops / 1e12, 3) +
+            ", attention " + fixed(st.attentionFlops / 1e12, 3) + ")");
+    if (r.tp > 1)
+        row("TP all-reduces",
+            st.commCounted ? fixed(st.commTimeS * 1e3, 3) + " ms" : std::string("not counted"),
+            humanBytes(static_cast<double>(st.commBytes)) + " sent per rank" +
+                (st.commCounted
+                     ? " / " + humanBandwidth(gpu.interconnectBytesPerS / 2) + " each way (" +
+                           (gpu.interconnect.empty() ? "interconnect" : gpu.interconnect) + ")"
+                     : ": the GPU's interconnect_gb_s is unknown"));
+    row("time per token >=", fixed(st.timeLowerBoundS * 1e3, 3) + " ms",
+        toString(st.bound) + "-bound: max(bytes, FLOPs) + all-reduces");
+    row("tokens/s", fixed(st.tokensPerSPerGpu, 1) + " per GPU",
+        fixed(st.tokensPerS, 1) + " for the deployment (" + std::to_string(r.tp) + " GPUs)");
 
     if (!r.warnings.empty()) {
         o << "\nWarnings\n";
@@ -308,10 +332,24 @@ std::string jsonReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) 
               {"weight_bytes", r.weightBytes},
               {"weight_bytes_per_rank", r.weightBytesPerRank},
               {"decode_step",
-               {{"weight_bytes_per_rank", r.stepWeightBytesPerRank},
-                {"kv_bytes_per_rank", r.stepKvBytesPerRank},
-                {"kv_fraction", r.stepKvFraction},
-                {"time_lower_bound_s", r.stepTimeLowerBoundS}}},
+               {{"weight_bytes_per_rank", r.step.weightBytes},
+                {"kv_bytes_per_rank", r.step.kvBytes},
+                {"activation_bytes_per_rank", r.step.activationBytes},
+                {"bytes", r.step.bytes()},
+                {"kv_fraction", r.step.kvFraction},
+                {"experts_touched_per_moe_layer", r.step.expertsTouchedPerMoeLayer},
+                {"flops", r.step.flops()},
+                {"gemm_flops", r.step.gemmFlops},
+                {"attention_flops", r.step.attentionFlops},
+                {"comm_bytes", r.step.commBytes},
+                {"comm_counted", r.step.commCounted},
+                {"memory_time_s", r.step.memoryTimeS},
+                {"compute_time_s", r.step.computeTimeS},
+                {"comm_time_s", r.step.commTimeS},
+                {"bound", toString(r.step.bound)},
+                {"time_lower_bound_s", r.step.timeLowerBoundS},
+                {"tokens_per_s_per_gpu", r.step.tokensPerSPerGpu},
+                {"tokens_per_s", r.step.tokensPerS}}},
               {"warnings", r.warnings}};
     if (!r.fits)
         j["no_fit_reason"] = r.noFitReason;

@@ -389,37 +389,8 @@ Result<Report> evaluate(const ModelSpec& m, const GpuSpec& gpu, const Deployment
     r.attainableFlopPerS = std::min(peak, r.intensityFlopPerByte * gpu.bandwidthBytesPerS);
     r.attainableFractionOfPeak = r.attainableFlopPerS / peak;
 
-    // --- §8 one decode step: weights read once vs KV read once, per rank ------------------
-    {
-        const ParamCount& p = r.params;
-        const double bytesPerParam = static_cast<double>(r.weightBytes) /
-                                     static_cast<double>(std::max<std::int64_t>(1, p.total()));
-        // The embedding table is gathered (B rows), not streamed; lm_head (or the tied table)
-        // is read in full.
-        double streamed = static_cast<double>(p.total() - p.embedding +
-                                              (m.tiedEmbeddings.value ? p.embedding : 0));
-        if (m.routedExperts.value > 0) {
-            // Routed experts: a decode step of B tokens touches a fraction 1 − (1 − k/E)^B of
-            // each MoE layer's E experts (uniform routing); the rest are not read.
-            const double e = static_cast<double>(m.routedExperts.value);
-            const double k = static_cast<double>(m.expertsPerToken.value);
-            const double touched = 1.0 - std::pow(1.0 - k / e, static_cast<double>(d.batch));
-            std::int64_t moeLayers = 0;
-            for (std::int64_t l = m.firstDenseLayers.value; l < m.layers.value; ++l)
-                moeLayers += (m.moeLayerFreq.value <= 1 || (l + 1) % m.moeLayerFreq.value == 0);
-            const double routedParams =
-                static_cast<double>(moeLayers) * e *
-                static_cast<double>((m.gatedMlp.value ? 3 : 2) * m.hidden.value *
-                                    m.moeIntermediate.value);
-            streamed -= routedParams * (1.0 - touched);
-        }
-        r.stepWeightBytesPerRank =
-            std::llround(streamed * bytesPerParam / static_cast<double>(d.tp));
-        r.stepKvBytesPerRank = d.batch * r.requestBytesPerRank;
-        const double total = static_cast<double>(r.stepWeightBytesPerRank + r.stepKvBytesPerRank);
-        r.stepKvFraction = total > 0 ? static_cast<double>(r.stepKvBytesPerRank) / total : 0;
-        r.stepTimeLowerBoundS = total / gpu.bandwidthBytesPerS;
-    }
+    // --- one decode step: weights, KV and activations read, FLOPs, TP all-reduces ---------
+    r.step = computeDecodeStep(m, gpu, d, r);
 
     // --- warnings -------------------------------------------------------------------------
     r.warnings = m.warnings;
@@ -443,6 +414,9 @@ Result<Report> evaluate(const ModelSpec& m, const GpuSpec& gpu, const Deployment
         r.warnings.push_back("tokens held count every layer at the full cell; bytes per request "
                              "cap window layers at their window (vLLM's hybrid allocator "
                              "differs)");
+    if (!r.step.commCounted)
+        r.warnings.push_back(gpu.name + " has no interconnect_gb_s: the decode step's TP "
+                                        "all-reduces are not counted in its time");
     if (!r.fits)
         r.warnings.push_back(r.noFitReason);
     return r;

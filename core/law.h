@@ -7,6 +7,7 @@
 #include "core/model.h"
 #include "core/params.h"
 #include "core/result.h"
+#include "core/step.h"
 
 #include <cstdint>
 #include <optional>
@@ -130,10 +131,7 @@ struct Report {
     std::int64_t weightBytes = 0, weightBytesPerRank = 0;
 
     // One decode step at batch B and context S, per rank (why g > 8 buys little)
-    std::int64_t stepWeightBytesPerRank = 0; ///< weights read once per step (MoE: experts touched)
-    std::int64_t stepKvBytesPerRank = 0;     ///< B × request bytes per rank
-    double stepKvFraction = 0;               ///< KV / (KV + weights)
-    double stepTimeLowerBoundS = 0;          ///< (weights + KV) / bandwidth
+    DecodeStep step;
 
     std::vector<std::string> warnings; ///< replication, window layers, engine caveats
 };

@@ -396,18 +396,22 @@ void TestLaw::decodeStepTraffic() {
     // shrinking KV further (MQA) buys little.
     const auto m = model("llama-3-70b");
     const auto gqa8 = eval(m, gpu("h100-sxm"), dep(8));
-    QVERIFY(gqa8.stepKvFraction < 0.05);
-    QCOMPARE(gqa8.stepKvBytesPerRank, gqa8.requestBytesPerRank);
+    QVERIFY(gqa8.step.kvFraction < 0.05);
+    QCOMPARE(gqa8.step.kvBytes, gqa8.requestBytesPerRank);
     Deployment wide = dep(8);
     wide.batch = 64;
     const auto gqaB64 = eval(m, gpu("h100-sxm"), wide);
-    QCOMPARE(gqaB64.stepKvBytesPerRank, 64 * gqa8.requestBytesPerRank);
+    QCOMPARE(gqaB64.step.kvBytes, 64 * gqa8.requestBytesPerRank);
     wide.kvHeads = 64;
     const auto mhaB64 = eval(m, gpu("h100-sxm"), wide);
-    QVERIFY(mhaB64.stepKvFraction > 0.9); // MHA at batch 64: KV is nearly the whole step
-    QCOMPARE(gqaB64.stepTimeLowerBoundS,
-             static_cast<double>(gqaB64.stepWeightBytesPerRank + gqaB64.stepKvBytesPerRank) /
-                 3.35e12);
+    QVERIFY(mhaB64.step.kvFraction > 0.9); // MHA at batch 64: KV is nearly the whole step
+    // The bound: all the step's bytes at HBM bandwidth (memory binds at batch 64), plus the TP
+    // all-reduces over NVLink.
+    QCOMPARE(gqaB64.step.timeLowerBoundS,
+             static_cast<double>(gqaB64.step.weightBytes + gqaB64.step.kvBytes +
+                                 gqaB64.step.activationBytes) /
+                     3.35e12 +
+                 gqaB64.step.commTimeS);
 }
 
 void TestLaw::sweepCoversEveryVariant() {
