@@ -165,7 +165,6 @@ std::string textReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) 
             o << "  " << pad(std::to_string(m.mtpLayers.value) + " mtp", w)
               << pad("not allocated", 22) << "  " << m.mtpLayers.source
               << " (KV only with speculative decoding)\n";
-        o << '\n';
     }
 
     o << "\nBytes per token (the cell)\n";

@@ -2,6 +2,7 @@
 # fixture configs, the CLI's contract, and the config-parser fuzzer.
 kvscope_add_qtest(NAME tst_law SOURCES tst_law.cpp LIBS kvscope_core)
 kvscope_add_qtest(NAME tst_model SOURCES tst_model.cpp LIBS kvscope_core)
+kvscope_add_qtest(NAME tst_layers SOURCES tst_layers.cpp LIBS kvscope_core)
 kvscope_add_qtest(NAME tst_cli SOURCES tst_cli.cpp LIBS kvscope_core)
 add_dependencies(tst_cli kvscope-cli)
 

@@ -364,7 +364,8 @@ void TestModel::malformed_data() {
         << "num_attention_heads"
         << "must be an integer, got -Infinity";
     QTest::newRow("NaN inside a word is no literal")
-        << QByteArray(R"({"num_hidden_layers": NaNa, "num_attention_heads": 8, "hidden_size": 512})")
+        << QByteArray(
+               R"({"num_hidden_layers": NaNa, "num_attention_heads": 8, "hidden_size": 512})")
         << "config.json"
         << "malformed JSON";
 }
