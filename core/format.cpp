@@ -140,7 +140,13 @@ std::string textReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) 
         "counted from the config; embeddings " +
             std::string(m.tiedEmbeddings.value ? "tied" : "untied") + " (" +
             m.tiedEmbeddings.source + ")");
-    row("KV dtype", toString(r.kvDtype) + " (" + std::to_string(r.kvBytesPerElement) + " B)",
+    row("KV dtype",
+        toString(r.kvDtype) + (r.kvStorageBits % 8 == 0 &&
+                                       kvDtypeInfo(r.kvDtype).scaleBytesPerGroup == 0 &&
+                                       kvDtypeInfo(r.kvDtype).scaleBytesPerTokenHead == 0 &&
+                                       kvDtypeInfo(r.kvDtype).fixedBytesPerTokenPerLayer == 0
+                                   ? " (" + std::to_string(r.kvBytesPerElement) + " B)"
+                                   : " (" + std::string(kvDtypeInfo(r.kvDtype).title) + ")"),
         m.torchDtype.source + " = " + m.torchDtype.value);
     if (m.layerGroups.size() > 1 || m.windowLayerCount() > 0 ||
         (m.layerGroups.size() == 1 && m.layerGroups[0].kind != LayerKind::Full &&
@@ -336,6 +342,7 @@ std::string jsonReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) 
               {"batch", r.batch},
               {"kv_dtype", toString(r.kvDtype)},
               {"kv_bytes_per_element", r.kvBytesPerElement},
+              {"kv_storage_bits", r.kvStorageBits},
               {"weight_dtype", toString(r.weightDtype)},
               {"q_heads_per_rank", r.qHeadsPerRank},
               {"kv_heads_per_rank", r.kvHeadsPerRank},

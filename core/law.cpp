@@ -39,13 +39,10 @@ KvDtype resolveKvDtype(const ModelSpec& m, KvDtype k) {
 /// Bytes one token occupies in one attention layer's cache on one rank, for the model-wide
 /// attention geometry (the decode-intensity denominator, §5).
 std::int64_t cellPerLayerPerRank(const ModelSpec& m, const Deployment& d, KvDtype kv) {
-    if (latentMode(m, d)) {
-        if (kv == KvDtype::FP8DsMla)
-            return kFp8DsMlaBytesPerTokenPerLayer;
-        return (m.kvLoraRank.value + m.qkRopeHeadDim.value) * bytesPerElement(kv);
-    }
+    if (latentMode(m, d))
+        return kvTokenBytes(kv, 1, m.kvLoraRank.value + m.qkRopeHeadDim.value, 0);
     const std::int64_t kvPerRank = std::max<std::int64_t>(1, effectiveKvHeads(m, d) / d.tp);
-    return kvPerRank * (m.keyDim() + m.valueDim()) * bytesPerElement(kv);
+    return kvTokenBytes(kv, kvPerRank, m.keyDim(), m.valueDim());
 }
 
 std::int64_t ceilDiv(std::int64_t a, std::int64_t b);
@@ -68,22 +65,20 @@ struct GroupCost {
 /// Per-token bytes of one K/V (or latent) entry in a group, one rank and whole model.
 std::pair<std::int64_t, std::int64_t> entryBytes(const ModelSpec& m, const LayerGroup& g,
                                                  const Deployment& d, KvDtype kv) {
-    const std::int64_t b = bytesPerElement(kv);
     if (g.kind == LayerKind::Mla) {
         if (latentMode(m, d)) {
             const std::int64_t idx = g.indexerHeadDim ? indexerBytesPerToken(g.indexerHeadDim) : 0;
-            const std::int64_t latent =
-                kv == KvDtype::FP8DsMla ? kFp8DsMlaBytesPerTokenPerLayer : g.headDimK * b;
+            const std::int64_t latent = kvTokenBytes(kv, 1, g.headDimK, 0);
             return {latent + idx, latent + idx}; // the latent is replicated on every rank
         }
         // What-if: the MLA model viewed as a GQA model with --h-kv heads.
         const std::int64_t h = effectiveKvHeads(m, d);
-        const std::int64_t w = (m.keyDim() + m.valueDim()) * b;
-        return {std::max<std::int64_t>(1, h / d.tp) * w, h * w};
+        return {kvTokenBytes(kv, std::max<std::int64_t>(1, h / d.tp), m.keyDim(), m.valueDim()),
+                kvTokenBytes(kv, h, m.keyDim(), m.valueDim())};
     }
     const std::int64_t h = d.kvHeads.value_or(g.kvHeads);
-    const std::int64_t w = (g.headDimK + g.headDimV) * b;
-    return {std::max<std::int64_t>(1, h / d.tp) * w, h * w};
+    return {kvTokenBytes(kv, std::max<std::int64_t>(1, h / d.tp), g.headDimK, g.headDimV),
+            kvTokenBytes(kv, h, g.headDimK, g.headDimV)};
 }
 
 std::vector<GroupCost> groupCosts(const ModelSpec& m, const Deployment& d, KvDtype kv) {
@@ -424,6 +419,10 @@ Status validate(const ModelSpec& m, const GpuSpec& gpu, const Deployment& d) {
                                         "heads (" +
                                         str(hkv) + ")");
     }
+    if (!kvDtypeInfo(d.kvDtype).mlaLatent && latent)
+        return makeError("kv-dtype", toString(d.kvDtype) +
+                                         " is a per-head K/V layout; vLLM's MLA latent cache "
+                                         "does not take it (use fp8 or fp8_ds_mla)");
     if (d.kvDtype == KvDtype::FP8DsMla && !latent)
         return makeError("kv-dtype", "fp8_ds_mla is vLLM's MLA latent layout; this deployment "
                                      "caches per-head K/V (use fp8)");
@@ -593,6 +592,7 @@ Result<Report> evaluate(const ModelSpec& m, const GpuSpec& gpu, const Deployment
     r.qkRopeHeadDim = m.mla ? m.qkRopeHeadDim.value : 0;
     r.kvDtype = kv;
     r.kvBytesPerElement = bytesPerElement(kv);
+    r.kvStorageBits = kvStorageBits(kv);
     r.weightDtype = resolveWeightDtype(m, d.weightDtype);
 
     // --- §3 tensor parallelism --------------------------------------------------------------

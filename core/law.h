@@ -82,8 +82,9 @@ struct Report {
     std::int64_t layers = 0, qHeads = 0, kvHeads = 0; ///< kvHeads: the evaluated h_kv (1 for MLA)
     std::int64_t keyDim = 0, valueDim = 0;            ///< per-head K and V widths in the cache
     std::int64_t kvLoraRank = 0, qkRopeHeadDim = 0;
-    KvDtype kvDtype = KvDtype::BF16; ///< resolved
-    std::int64_t kvBytesPerElement = 2;
+    KvDtype kvDtype = KvDtype::BF16;             ///< resolved
+    std::int64_t kvBytesPerElement = 2;          ///< whole bytes (nvfp4: 0; see kvStorageBits)
+    int kvStorageBits = 16;                      ///< per element, before scales (kvDtypeTable)
     WeightDtype weightDtype = WeightDtype::BF16; ///< resolved
 
     std::int64_t tp = 1, dcp = 1;

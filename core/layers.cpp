@@ -2,6 +2,7 @@
 // layer: vllm/v1/kv_cache_interface.py; the model files say which spec each layer returns).
 #include "core/layers.h"
 
+#include "core/dtype.h"
 #include "core/jsonutil.h"
 
 #include <algorithm>
@@ -59,7 +60,7 @@ bool LayerGroup::sameSpec(const LayerGroup& o) const {
 }
 
 std::int64_t indexerBytesPerToken(std::int64_t indexerHeadDim) {
-    return indexerHeadDim + indexerHeadDim / 128 * 4;
+    return layoutTokenBytes(dsIndexerLayout(), 1, indexerHeadDim, 0);
 }
 
 std::int64_t stateBytesPerRank(const StateGeometry& s, std::int64_t tp) {
