@@ -140,13 +140,38 @@ std::string textReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) 
         "counted from the config; embeddings " +
             std::string(m.tiedEmbeddings.value ? "tied" : "untied") + " (" +
             m.tiedEmbeddings.source + ")");
-    row("KV dtype", toString(r.kvDtype) + " (" + std::to_string(r.kvBytesPerElement) + " B)",
+    row("KV dtype",
+        toString(r.kvDtype) + (r.kvStorageBits % 8 == 0 &&
+                                       kvDtypeInfo(r.kvDtype).scaleBytesPerGroup == 0 &&
+                                       kvDtypeInfo(r.kvDtype).scaleBytesPerTokenHead == 0 &&
+                                       kvDtypeInfo(r.kvDtype).fixedBytesPerTokenPerLayer == 0
+                                   ? " (" + std::to_string(r.kvBytesPerElement) + " B)"
+                                   : " (" + std::string(kvDtypeInfo(r.kvDtype).title) + ")"),
         m.torchDtype.source + " = " + m.torchDtype.value);
-    if (m.windowLayerCount() > 0)
-        row("layer kinds",
-            std::to_string(m.windowLayerCount()) + " of " + std::to_string(m.layers.value) +
-                " sliding",
-            m.layerKindsSource);
+    if (m.layerGroups.size() > 1 || m.windowLayerCount() > 0 ||
+        (m.layerGroups.size() == 1 && m.layerGroups[0].kind != LayerKind::Full &&
+         m.layerGroups[0].kind != LayerKind::Mla)) {
+        o << "\nLayer groups (cache kind per layer, provenance on the right)\n";
+        for (const auto& g : m.layerGroups) {
+            std::string what = std::to_string(g.count()) + " " + toString(g.kind);
+            if (g.window)
+                what += g.kind == LayerKind::Compressed ? " (1:" + withCommas(*g.window) + ")"
+                                                        : " (" + withCommas(*g.window) + ")";
+            std::string bytes;
+            if (storesPerTokenKv(g.kind))
+                bytes = withCommas(g.bytesPerTokenPerLayer) + " B/token/layer";
+            else if (g.stateBytesPerRequestPerLayer > 0)
+                bytes = humanBytes(static_cast<double>(g.stateBytesPerRequestPerLayer)) +
+                        "/request/layer";
+            else
+                bytes = "no cache";
+            o << "  " << pad(what, w) << pad(bytes, 22) << "  " << g.source << '\n';
+        }
+        if (m.mtpLayers.value > 0)
+            o << "  " << pad(std::to_string(m.mtpLayers.value) + " mtp", w)
+              << pad("not allocated", 22) << "  " << m.mtpLayers.source
+              << " (KV only with speculative decoding)\n";
+    }
 
     o << "\nBytes per token (the cell)\n";
     row("cell, whole model", bytesExact(r.cellBytesPerToken));
@@ -193,10 +218,23 @@ std::string textReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) 
         "pool / per-rank cell" + std::string(r.dcp > 1 ? " x DCP" : ""));
     row("max concurrency", withCommas(r.maxConcurrency),
         "requests of " + withCommas(r.context) + " tokens (" + fixed(r.concurrency, 2) + ")");
-    row("vLLM page", bytesExact(r.pageBytes),
-        std::to_string(r.pageBytes / r.cellBytesPerTokenPerLayerPerRank) +
-            "-token block, one layer, one rank");
-    row("blocks per rank", withCommas(r.blocksPerRank), "pool / (page x L)");
+    if (r.vllmKvCacheGroups > 1) {
+        row("vLLM page", bytesExact(r.pageBytes),
+            std::to_string(r.blockSize) + "-token attention block, one layer, one rank");
+        row("KV cache groups",
+            std::to_string(r.vllmKvCacheGroups) + " x " + std::to_string(r.vllmGroupSize) +
+                " layers",
+            r.vllmPaddingLayers > 0 ? std::to_string(r.vllmPaddingLayers) + " padding layer(s)"
+                                    : "hybrid allocator");
+        row("blocks per rank", withCommas(r.blocksPerRank), "pool / (page x group size)");
+        row("blocks per request", withCommas(r.vllmBlocksPerRequest),
+            "summed over groups at " + withCommas(r.context) + " tokens");
+    } else {
+        row("vLLM page", bytesExact(r.pageBytes),
+            std::to_string(r.blockSize) + "-token block, " +
+                (r.vllmGroupSize > 0 ? "one layer" : "all layers") + ", one rank");
+        row("blocks per rank", withCommas(r.blocksPerRank), "pool / (page x L)");
+    }
     o << "\nvLLM would log\n  " << r.vllmLogTokens << "\n  " << r.vllmLogConcurrency << "\n";
 
     o << "\nDecode attention on the roofline (" << gpu.name << ")\n";
@@ -278,13 +316,35 @@ std::string jsonReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) 
                   {"kv_lora_rank", r.kvLoraRank},
                   {"qk_rope_head_dim", r.qkRopeHeadDim},
                   {"params", r.params.total()}};
+    json groups = json::array();
+    for (const auto& g : m.layerGroups) {
+        groups.push_back({{"kind", toString(g.kind)},
+                          {"layers", g.layers},
+                          {"count", g.count()},
+                          {"window", g.window ? json(*g.window) : json(nullptr)},
+                          {"kv_heads", g.kvHeads},
+                          {"head_dim_k", g.headDimK},
+                          {"head_dim_v", g.headDimV},
+                          {"bytes_per_token_per_layer", g.bytesPerTokenPerLayer},
+                          {"state_bytes_per_request_per_layer", g.stateBytesPerRequestPerLayer},
+                          {"source", g.source}});
+        if (g.indexerHeadDim > 0)
+            groups.back()["indexer_bytes_per_token_per_layer"] =
+                indexerBytesPerToken(g.indexerHeadDim);
+        if (g.encoderTokens > 0)
+            groups.back()["encoder_tokens"] = g.encoderTokens;
+    }
+    model["layer_groups"] = groups;
+    model["mtp_layers"] = m.mtpLayers.value;
     json provenance = {{"layers", m.layers.source},
                        {"q_heads", m.qHeads.source},
                        {"kv_heads", m.kvHeads.source},
                        {"head_dim", m.headDim.source},
                        {"hidden", m.hidden.source},
                        {"dtype", m.torchDtype.source},
-                       {"tied_embeddings", m.tiedEmbeddings.source}};
+                       {"tied_embeddings", m.tiedEmbeddings.source},
+                       {"layer_kinds", m.layerKindsSource},
+                       {"mtp_layers", m.mtpLayers.source}};
     const PoolBreakdown& p = r.pool;
     json pool = {{"model", p.overridden ? "override" : toString(p.model)},
                  {"capacity_bytes", p.capacityBytes},
@@ -306,6 +366,7 @@ std::string jsonReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) 
               {"batch", r.batch},
               {"kv_dtype", toString(r.kvDtype)},
               {"kv_bytes_per_element", r.kvBytesPerElement},
+              {"kv_storage_bits", r.kvStorageBits},
               {"weight_dtype", toString(r.weightDtype)},
               {"q_heads_per_rank", r.qHeadsPerRank},
               {"kv_heads_per_rank", r.kvHeadsPerRank},
@@ -323,6 +384,12 @@ std::string jsonReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) 
               {"concurrency", r.concurrency},
               {"page_bytes", r.pageBytes},
               {"blocks_per_rank", r.blocksPerRank},
+              {"block_size", r.blockSize},
+              {"vllm_kv_cache_groups", r.vllmKvCacheGroups},
+              {"vllm_group_size", r.vllmGroupSize},
+              {"vllm_padding_layers", r.vllmPaddingLayers},
+              {"vllm_blocks_per_request", r.vllmBlocksPerRequest},
+              {"fixed_state_bytes_per_request_per_rank", r.fixedStateBytesPerRequestPerRank},
               {"vllm_log", {r.vllmLogTokens, r.vllmLogConcurrency}},
               {"intensity_flop_per_byte", r.intensityFlopPerByte},
               {"ridge_flop_per_byte", r.ridgeFlopPerByte},

@@ -83,8 +83,9 @@ struct Report {
     std::int64_t layers = 0, qHeads = 0, kvHeads = 0; ///< kvHeads: the evaluated h_kv (1 for MLA)
     std::int64_t keyDim = 0, valueDim = 0;            ///< per-head K and V widths in the cache
     std::int64_t kvLoraRank = 0, qkRopeHeadDim = 0;
-    KvDtype kvDtype = KvDtype::BF16; ///< resolved
-    std::int64_t kvBytesPerElement = 2;
+    KvDtype kvDtype = KvDtype::BF16;             ///< resolved
+    std::int64_t kvBytesPerElement = 2;          ///< whole bytes (nvfp4: 0; see kvStorageBits)
+    int kvStorageBits = 16;                      ///< per element, before scales (kvDtypeTable)
     WeightDtype weightDtype = WeightDtype::BF16; ///< resolved
 
     std::int64_t tp = 1, dcp = 1;
@@ -97,10 +98,15 @@ struct Report {
 
     std::int64_t cellBytesPerToken = 0;        ///< whole model, all layers (§2)
     std::int64_t cellBytesPerTokenPerRank = 0; ///< §3
+    /// Per token in one layer on one rank; the largest per-token layer where layers differ.
     std::int64_t cellBytesPerTokenPerLayerPerRank = 0;
+    std::int64_t perTokenLayers = 0; ///< layers that store per-token KV
+    /// Fixed bytes one request holds on one rank whatever its length (mamba / linear states,
+    /// cross-attention encoder tokens).
+    std::int64_t fixedStateBytesPerRequestPerRank = 0;
     std::int64_t context = 0, batch = 0;
     std::int64_t contextPerRank = 0;      ///< ceil(S / dcp)
-    std::int64_t requestBytesPerRank = 0; ///< one request at S (window layers capped)
+    std::int64_t requestBytesPerRank = 0; ///< one request at S (window layers capped, + state)
     std::int64_t requestBytes = 0;        ///< one request, whole model, all ranks' shards
 
     PoolBreakdown pool;
@@ -110,9 +116,14 @@ struct Report {
     std::int64_t maxConcurrency = 0; ///< floor(pool / request bytes per rank)
     double concurrency = 0;          ///< unrounded
 
-    // vLLM's paging
-    std::int64_t pageBytes = 0; ///< (head_size + head_size_v) · b · kv heads per rank · block
-    std::int64_t blocksPerRank = 0; ///< floor(pool / (page · L))
+    // vLLM's paging (vllm/v1/core/kv_cache_utils.py; hybrid models: its hybrid allocator)
+    std::int64_t pageBytes = 0;  ///< (head_size + head_size_v) · b · kv heads per rank · block;
+                                 ///< several specs of one type: summed over layers
+    std::int64_t blockSize = 16; ///< attention block in tokens (raised for mamba hybrids)
+    std::int64_t blocksPerRank = 0; ///< floor(pool / (page · L)); hybrid: pool // page // group
+    std::int64_t vllmKvCacheGroups = 1, vllmGroupSize = 0, vllmPaddingLayers = 0;
+    std::int64_t vllmBlocksPerRequest = 0; ///< blocks one max_model_len request takes
+    std::vector<std::string> pagingNotes;
     std::int64_t vllmTokens = 0;    ///< blocks · block_size · dcp, as vLLM logs it
     double vllmConcurrency = 0;     ///< as vLLM logs it
     std::string vllmLogTokens;      ///< "GPU KV cache size: 1,327,136 tokens"

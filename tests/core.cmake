@@ -3,6 +3,7 @@
 kvscope_add_qtest(NAME tst_law SOURCES tst_law.cpp LIBS kvscope_core)
 kvscope_add_qtest(NAME tst_model SOURCES tst_model.cpp LIBS kvscope_core)
 kvscope_add_qtest(NAME tst_step SOURCES tst_step.cpp LIBS kvscope_core)
+kvscope_add_qtest(NAME tst_layers SOURCES tst_layers.cpp LIBS kvscope_core)
 kvscope_add_qtest(NAME tst_cli SOURCES tst_cli.cpp LIBS kvscope_core)
 add_dependencies(tst_cli kvscope-cli)
 
@@ -15,7 +16,7 @@ if(KVSCOPE_FUZZ)
         ${PROJECT_SOURCE_DIR}/core/format.cpp ${PROJECT_SOURCE_DIR}/core/law.cpp
         ${PROJECT_SOURCE_DIR}/core/params.cpp ${PROJECT_SOURCE_DIR}/core/result.cpp
         ${PROJECT_SOURCE_DIR}/core/dtype.cpp ${PROJECT_SOURCE_DIR}/core/gpu.cpp
-        ${PROJECT_SOURCE_DIR}/core/step.cpp)
+        ${PROJECT_SOURCE_DIR}/core/step.cpp ${PROJECT_SOURCE_DIR}/core/layers.cpp)
     get_target_property(_json_inc nlohmann_json::nlohmann_json INTERFACE_INCLUDE_DIRECTORIES)
     set(_fuzz_includes -I${PROJECT_SOURCE_DIR})
     foreach(_inc IN LISTS _json_inc)
