@@ -13,7 +13,9 @@ if(KVSCOPE_FUZZ)
         ${PROJECT_SOURCE_DIR}/core/model.cpp ${PROJECT_SOURCE_DIR}/core/jsonutil.cpp
         ${PROJECT_SOURCE_DIR}/core/format.cpp ${PROJECT_SOURCE_DIR}/core/law.cpp
         ${PROJECT_SOURCE_DIR}/core/params.cpp ${PROJECT_SOURCE_DIR}/core/result.cpp
-        ${PROJECT_SOURCE_DIR}/core/dtype.cpp ${PROJECT_SOURCE_DIR}/core/gpu.cpp)
+        ${PROJECT_SOURCE_DIR}/core/dtype.cpp ${PROJECT_SOURCE_DIR}/core/gpu.cpp
+        ${PROJECT_SOURCE_DIR}/core/engines/engine.cpp ${PROJECT_SOURCE_DIR}/core/engines/vllm.cpp
+        ${PROJECT_SOURCE_DIR}/core/engines/sglang.cpp)
     get_target_property(_json_inc nlohmann_json::nlohmann_json INTERFACE_INCLUDE_DIRECTORIES)
     set(_fuzz_includes -I${PROJECT_SOURCE_DIR})
     foreach(_inc IN LISTS _json_inc)
