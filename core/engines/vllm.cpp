@@ -300,17 +300,16 @@ PoolBreakdown vllmPool(const ModelSpec& m, const GpuSpec& gpu, const Deployment&
     addTerm(p, "weights", d.pp > 1 ? "weights of the limiting stage / TP" : "weights / TP",
             p.weightBytes, true, gibText(p.weightBytes),
             "parameter count × bytes per parameter / TP (core/params.cpp)");
-    addTerm(p, "activation", "profiling pass: torch peak increase", p.activationPeakBytes, true,
+    addTerm(p, "activation", "activation peak", p.activationPeakBytes, true,
             p.limitingStage == d.pp - 1 ? lastRule : otherRule,
             "vLLM " + rules.range + ": " + rules.samplerSource);
-    addTerm(p, "non_torch", "non-torch increase (cuBLAS, NCCL, all-reduce)",
+    addTerm(p, "non_torch", "non-torch memory",
             p.cudaContextBytes + p.ncclBytes + p.customAllReduceBytes, true,
             gibText(p.cudaContextBytes) +
                 (p.ncclBytes ? " + collectives " + gibText(p.ncclBytes + p.customAllReduceBytes)
                              : std::string()),
             rules.nonTorchSource);
-    addTerm(p, "cuda_graphs", "CUDA graphs (estimate)", p.cudaGraphEstimateBytes,
-            rules.graphsSubtracted,
+    addTerm(p, "cuda_graphs", "CUDA graphs", p.cudaGraphEstimateBytes, rules.graphsSubtracted,
             std::to_string(rules.graphModes) + " mode(s) × " + std::to_string(rules.graphSizes) +
                 " sizes" + (rules.graphsSubtracted ? "" : "; not subtracted before 0.21"),
             rules.graphSource);
