@@ -306,8 +306,9 @@ PoolBreakdown vllmPool(const ModelSpec& m, const GpuSpec& gpu, const Deployment&
     addTerm(p, "non_torch", "non-torch memory",
             p.cudaContextBytes + p.ncclBytes + p.customAllReduceBytes, true,
             gibText(p.cudaContextBytes) +
-                (p.ncclBytes ? " + collectives " + gibText(p.ncclBytes + p.customAllReduceBytes)
-                             : std::string()),
+                (p.ncclBytes
+                     ? " + NCCL and all-reduce " + gibText(p.ncclBytes + p.customAllReduceBytes)
+                     : std::string()),
             rules.nonTorchSource);
     addTerm(p, "cuda_graphs", "CUDA graphs", p.cudaGraphEstimateBytes, rules.graphsSubtracted,
             std::to_string(rules.graphModes) + " mode(s) × " + std::to_string(rules.graphSizes) +
