@@ -1,5 +1,7 @@
 #include "core/format.h"
 
+#include "core/engines/engines.h"
+
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -185,7 +187,14 @@ std::string textReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) 
         r.dcp > 1 ? "ceil(S / DCP) = " + withCommas(r.contextPerRank) + " tokens per rank" : "");
 
     const PoolBreakdown& p = r.pool;
-    o << "\nKV pool per rank (" << (p.overridden ? "--pool-gib" : toString(p.model)) << ")\n";
+    o << "\nKV pool per rank ("
+      << (p.overridden                      ? std::string("--pool-gib")
+          : p.model == PoolModel::Datasheet ? std::string("datasheet")
+                                            : p.engine.text())
+      << (p.pp > 1 ? ", limiting stage " + std::to_string(p.limitingStage) + " of " +
+                         std::to_string(p.pp)
+                   : std::string())
+      << ")\n";
     if (p.overridden) {
         row("pool", humanBytes(static_cast<double>(p.poolBytes)), "set by --pool-gib");
     } else {
@@ -199,18 +208,25 @@ std::string textReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) 
             toString(r.weightDtype) + ", " + humanCount(static_cast<double>(r.params.total())) +
                 " params / " + std::to_string(r.tp));
         if (p.model == PoolModel::Vllm) {
-            row("- activation peak", humanBytes(static_cast<double>(p.activationPeakBytes)),
-                "profiling pass: activations + fp32 logits");
-            row("- non-torch, TP=1", humanBytes(static_cast<double>(p.cudaContextBytes)),
-                "cuBLAS workspaces, allocator slack");
-            row("- CUDA graphs", humanBytes(static_cast<double>(p.cudaGraphBytes)),
-                "67 captured sizes, shared pool");
-            if (p.ncclBytes)
-                row("- NCCL buffers", humanBytes(static_cast<double>(p.ncclBytes)));
-            if (p.customAllReduceBytes)
-                row("- custom all-reduce", humanBytes(static_cast<double>(p.customAllReduceBytes)));
+            // The engine's own terms, each with the rule and its source (core/engines/).
+            for (const PoolTerm& t : p.terms) {
+                if (t.key == "budget" || t.key == "weights" || t.key == "pool")
+                    continue;
+                row((t.subtracted ? "- " : "  (") + t.label + (t.subtracted ? "" : ")"),
+                    humanBytes(static_cast<double>(t.bytes)), t.rule);
+            }
         }
-        row("= pool", humanBytes(static_cast<double>(p.poolBytes)), withCommas(p.poolBytes) + " B");
+        if (p.pp > 1) {
+            row("= pool, stage " + std::to_string(p.limitingStage),
+                humanBytes(static_cast<double>(p.stagePoolBytes)),
+                std::to_string(p.stageLayers) + " of " + std::to_string(r.layers) +
+                    " layers; the smallest stage sets the blocks");
+            row("  as all layers", humanBytes(static_cast<double>(p.poolBytes)),
+                "stage pool × L / stage layers, for the per-token arithmetic below");
+        } else {
+            row("= pool", humanBytes(static_cast<double>(p.poolBytes)),
+                withCommas(p.poolBytes) + " B");
+        }
     }
 
     o << "\nCapacity\n";
@@ -354,9 +370,29 @@ std::string jsonReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) 
                  {"weight_bytes", p.weightBytes},
                  {"activation_peak_bytes", p.activationPeakBytes},
                  {"cuda_graph_bytes", p.cudaGraphBytes},
+                 {"cuda_graph_estimate_bytes", p.cudaGraphEstimateBytes},
                  {"nccl_bytes", p.ncclBytes},
                  {"custom_all_reduce_bytes", p.customAllReduceBytes},
                  {"pool_bytes", p.poolBytes}};
+    if (p.pp > 1)
+        pool["stages"] = {{"pp", p.pp},
+                          {"limiting_stage", p.limitingStage},
+                          {"stage_layers", p.stageLayers},
+                          {"stage_pool_bytes", p.stagePoolBytes}};
+    if (p.engine.name == EngineName::Sglang && p.model == PoolModel::Vllm && !p.overridden) {
+        pool["mem_fraction_static"] = p.memFractionStatic;
+        pool["mem_fraction_static_source"] = p.memFractionSource;
+        pool["free_before_weights_bytes"] = p.freeBeforeWeightsBytes;
+    }
+    json breakdown = json::array();
+    for (const PoolTerm& t : p.terms)
+        breakdown.push_back({{"key", t.key},
+                             {"label", t.label},
+                             {"bytes", t.bytes},
+                             {"subtracted", t.subtracted},
+                             {"rule", t.rule},
+                             {"source", t.source}});
+    pool["breakdown"] = breakdown;
     json j = {{"model", model},
               {"provenance", provenance},
               {"gpu", {{"id", gpu.id}, {"name", gpu.name}}},
@@ -378,6 +414,9 @@ std::string jsonReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) 
               {"request_bytes_per_rank", r.requestBytesPerRank},
               {"pool", pool},
               {"pool_bytes_per_rank", p.poolBytes},
+              {"engine", {{"name", toString(p.engine.name)}, {"version", p.engine.version.text()}}},
+              {"engine_tokens", engineTokens(r)},
+              {"engine_kv_bytes_per_rank", p.pp > 1 ? p.stagePoolBytes : p.poolBytes},
               {"fits", r.fits},
               {"tokens_capacity", r.tokensCapacity},
               {"max_concurrency", r.maxConcurrency},

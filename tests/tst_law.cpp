@@ -356,6 +356,7 @@ void TestLaw::vllmPoolMatchesVllmLogs() {
     QFETCH(double, loggedWeightsGiB);
     QFETCH(double, loggedPoolGiB);
     Deployment d = dep(tp);
+    d.engine = parseEngineSpec("vllm@0.11").value(); // the logs' release
     if (fp8Weights)
         d.weightDtype = WeightDtype::FP8;
     const auto r = eval(model(modelId.toUtf8().constData()), gpu("h100-sxm"), d);
