@@ -1,20 +1,41 @@
-// The loops the CPU ceilings are timed on: reads of a buffer, fp32 FMA chains, vdpbf16ps
-// chains. Each returns a value derived from all it did, so nothing can be optimised away.
+// The loops the CPU ceilings are timed on, as families (the ceiling is the maximum over a
+// family, as the Empirical Roofline Toolkit takes it): reads of a buffer with 1-8 streams per
+// thread, 1-4 cache lines per stream and step, every vector width the CPU has, software
+// prefetch at several distances with T0 or NTA hints; fp32 FMA chains per vector width; and
+// vdpbf16ps chains. Each returns a value derived from all it read or computed, so nothing can
+// be optimised away.
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace kvscope::gpu::detail::cpu {
 
-/// Sum of p[0..n) with 64 independent lanes (one sequential stream).
-float sumRegion(const float* p, std::int64_t n);
-/// sumRegion over 4 equal parts read side by side (4 sequential streams).
-float sumStreams(const float* p, std::int64_t n);
-/// 16 lanes x 8 independent chains of a*x+y, `iterations` times: 256 FLOPs per iteration.
-float fmaLoop(std::int64_t iterations, float seed);
-/// 12 independent vdpbf16ps chains; 0 without the bf16 kernel.
-float bf16DotLoop(std::int64_t iterations, float seed);
-/// FLOPs per iteration of bf16DotLoop (0 without the bf16 kernel).
-double bf16DotLoopFlops();
+/// Reads `bytes` at p (64-byte aligned, a multiple of kReadGranule); returns their sum.
+using ReadFn = float (*)(const std::uint8_t* p, std::int64_t bytes);
+constexpr std::int64_t kReadGranule = 64 * 1024;
+
+struct ReadKernel {
+    std::string name; ///< e.g. "read-avx512-s4-u2-pf2048-t0"
+    ReadFn fn = nullptr;
+    bool prefetches = false; ///< software prefetch (not useful on cache-resident data)
+};
+
+/// The read kernels this CPU can run.
+std::vector<ReadKernel> readKernelFamily();
+
+/// `iterations` steps of independent multiply-add (or dot-product) chains on one thread.
+using ComputeFn = float (*)(std::int64_t iterations, float seed);
+
+struct ComputeKernel {
+    std::string name; ///< e.g. "fma-avx512-c12"
+    ComputeFn fn = nullptr;
+    double flopsPerIteration = 0;
+    bool bf16Dot = false; ///< vdpbf16ps (the bf16/fp8 KV kernel's unit), else fp32 FMA
+};
+
+/// fp32 FMA chains per vector width, and vdpbf16ps chains where the CPU has AVX512_BF16.
+std::vector<ComputeKernel> computeKernelFamily();
 
 } // namespace kvscope::gpu::detail::cpu

@@ -38,7 +38,8 @@ struct ItemPlace {
 class CpuEngine final : public Engine {
 public:
     CpuEngine()
-        : pool_(std::max(1u, std::thread::hardware_concurrency())), llc_(lastLevelCacheBytes()) {}
+        : pool_(std::max(1u, std::thread::hardware_concurrency())), llc_(lastLevelCacheBytes()),
+          ceilings_(pool_, llc_, cacheLevelBytes(2), memoryBudgetBytes()) {}
 
     std::string backendName() const override { return "cpu"; }
 
@@ -67,7 +68,11 @@ public:
     }
 
     Ceilings measureCeilings(const Progress& progress) override {
-        return cpu::measureCeilings(pool_, llc_, progress);
+        return ceilings_.measure(progress);
+    }
+
+    bool spotCeilings(KvDtype dtype, double* read, double* peak, std::string* kernel) override {
+        return ceilings_.spot(dtype, read, peak, kernel);
     }
 
     std::string prepare(const DecodeShape& s, int sets, std::uint64_t seed) override {
@@ -346,6 +351,7 @@ private:
 
     ThreadPool pool_;
     std::int64_t llc_ = 0;
+    CeilingMeter ceilings_;
     DecodeShape shape_;
     std::uint64_t seed_ = 0;
     int splits_ = 1;
