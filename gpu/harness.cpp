@@ -330,11 +330,11 @@ private:
         for (int attempt = 1; attempt <= kAttempts; ++attempt) {
             Measurement a = *m;
             std::string kernel;
-            const bool spots =
-                engine_->spotCeilings(s.dtype, &a.readCeilingBefore, &a.peakBefore, &kernel);
+            const bool spots = engine_->spotCeilings(s.dtype, a.bytes, &a.readCeilingBefore,
+                                                     &a.peakBefore, &kernel);
             if (auto e = timeRepeats(sets, &a); !e.empty())
                 return e;
-            if (spots && engine_->spotCeilings(s.dtype, &a.readCeilingAfter, &a.peakAfter,
+            if (spots && engine_->spotCeilings(s.dtype, a.bytes, &a.readCeilingAfter, &a.peakAfter,
                                                &a.readCeilingKernel)) {
                 if (a.readCeilingBefore > a.readCeilingAfter)
                     a.readCeilingKernel = kernel;

@@ -62,10 +62,10 @@ std::string formatCeilings(const Ceilings& c, KvDtype dtype) {
 
 std::string measureTableHeader() {
     return pad("variant", 8, false) + pad("h", 5) + pad("h_kv", 5) + pad("d", 5) + pad("S", 8) +
-           pad("B", 5) + pad("dtype", 9) + pad("splits", 7) + pad("median us", 11) +
-           pad("spread", 8) + pad("GB/s", 8) + pad("GFLOP/s", 9) + pad("FLOP/B", 8) +
-           pad("ceil GB/s", 10) + pad("%read", 7) + pad("%roof", 7) + pad("bound", 9) +
-           pad("err", 9) + "  flag\n";
+           pad("B", 5) + pad("dtype", 9) + pad("splits", 7) + pad("min us", 10) +
+           pad("median us", 11) + pad("max us", 10) + pad("spread", 8) + pad("GB/s", 8) +
+           pad("GFLOP/s", 9) + pad("FLOP/B", 8) + pad("ceil GB/s", 10) + pad("%read", 7) +
+           pad("%roof", 7) + pad("bound", 9) + pad("err", 9) + "  flag\n";
 }
 
 std::string measureTableRow(const std::string& variant, const DecodeShape& shape,
@@ -75,7 +75,8 @@ std::string measureTableRow(const std::string& variant, const DecodeShape& shape
         return row + "  " + note + "\n";
     const RoofPlacement r = placePoint(*m, global);
     row +=
-        pad(std::to_string(m->splits), 7) + pad(fmt("%.1f", m->medianSeconds * 1e6), 11) +
+        pad(std::to_string(m->splits), 7) + pad(fmt("%.1f", m->minSeconds * 1e6), 10) +
+        pad(fmt("%.1f", m->medianSeconds * 1e6), 11) + pad(fmt("%.1f", m->maxSeconds * 1e6), 10) +
         pad(fmt("%.0f%%", 100.0 * m->spread()), 8) + pad(fmt("%.1f", m->bytesPerSecond / 1e9), 8) +
         pad(fmt("%.1f", m->flopPerSecond / 1e9), 9) + pad(fmt("%.1f", m->intensityFlopPerByte), 8) +
         pad(fmt("%.1f", readOf(*m, global) / 1e9), 10) +
@@ -97,8 +98,10 @@ std::string measureTableFooter(const std::vector<Measurement>& points, const Cei
         unstable += m.unstable ? 1 : 0;
     }
     std::string out =
-        "\nmedian us: median of the timed repeats; spread: (slowest - fastest) / median. ceil "
-        "GB/s: the read ceiling measured right before and after the point (the max of the two). "
+        "\nmin / median / max us: fastest, median and slowest of the timed repeats; spread: (max - "
+        "min) / median (over 50%, or ceilings before and after more than 20% apart: timed again). "
+        "ceil GB/s: the read ceiling measured right before and after the point (the max of the "
+        "two). "
         "%read = achieved bytes/s over it; %roof = achieved FLOP/s over min(peak for the dtype, "
         "intensity x read ceiling); bound: which of the two is lower. Bytes count the KV read "
         "once plus Q in and O out.\n";

@@ -1,7 +1,5 @@
 #include "gpu/measurement_json.h"
 
-#include "gpu/measure_table.h"
-
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -60,7 +58,7 @@ json pointToJson(const Measurement& m) {
 json placementToJson(const Measurement& m, const Ceilings& c) {
     const double read = m.readCeiling() > 0 ? m.readCeiling() : c.readBytesPerSecond;
     const double peak = m.peakCeiling() > 0 ? m.peakCeiling() : c.peakFor(m.shape.dtype);
-    const RoofPlacement r = placePoint(m, c);
+    const RoofPlacement r = placeOnRoof(m, read, peak); // as placePoint() in measure_table
     return {{"read_ceiling_bytes_per_s", read},   {"peak_flop_per_s", peak},
             {"roof_flop_per_s", r.roof},          {"fraction_of_read", r.fractionRead},
             {"fraction_of_roof", r.fractionRoof}, {"bound", r.computeBound ? "compute" : "memory"},
@@ -214,6 +212,63 @@ bool readPointExtras(const json& p, const std::string& path, Reader& r, Measurem
     return true;
 }
 
+/// One element of "points"; path is "points[i].".
+bool readPoint(const json& p, const std::string& path, Reader& r, Measurement* m) {
+    DecodeShape& s = m->shape;
+    std::string attention, dtype;
+    std::int64_t headDim = 0;
+    if (!r.string(p, path, "variant", &m->variant) || !r.string(p, path, "attention", &attention))
+        return false;
+    if (attention == "mla")
+        s.kind = Attention::Mla;
+    else if (attention == "gqa")
+        s.kind = Attention::Gqa;
+    else
+        return r.fail(path + "attention", "must be \"gqa\" or \"mla\", got \"" + attention + "\"");
+    if (!r.integer(p, path, "q_heads", &s.qHeads) || !r.integer(p, path, "kv_heads", &s.kvHeads) ||
+        !r.integer(p, path, "head_dim", &headDim) || !r.integer(p, path, "context", &s.context) ||
+        !r.integer(p, path, "batch", &s.batch) || !r.string(p, path, "kv_dtype", &dtype))
+        return false;
+    auto dt = parseDtype(dtype);
+    if (!dt)
+        return r.fail(path + "kv_dtype", "unknown dtype \"" + dtype + "\"");
+    s.dtype = *dt;
+    if (s.kind == Attention::Mla) {
+        s.kvLoraRank = 512;
+        s.ropeDim = 64;
+        if (p.contains("kv_lora_rank") && !r.integer(p, path, "kv_lora_rank", &s.kvLoraRank))
+            return false;
+        if (p.contains("rope_dim") && !r.integer(p, path, "rope_dim", &s.ropeDim))
+            return false;
+        if (headDim != s.kvLoraRank + s.ropeDim)
+            return r.fail(path + "head_dim", "must equal kv_lora_rank + rope_dim for mla");
+        s.headDim = headDim;
+    } else {
+        s.headDim = headDim;
+        if (s.qHeads % s.kvHeads != 0)
+            return r.fail(path + "kv_heads", "must divide q_heads");
+    }
+    if (!r.number(p, path, "median_s", &m->medianSeconds, true) ||
+        !r.number(p, path, "bytes", &m->bytes, true) ||
+        !r.number(p, path, "flops", &m->flops, true) ||
+        !r.number(p, path, "bytes_per_s", &m->bytesPerSecond, true) ||
+        !r.number(p, path, "flop_per_s", &m->flopPerSecond, true) ||
+        !r.number(p, path, "intensity_flop_per_byte", &m->intensityFlopPerByte, true) ||
+        !r.number(p, path, "max_rel_error", &m->maxRelError, false))
+        return false;
+    if (auto it = p.find("kernel"); it != p.end() && it->is_string())
+        m->kernel = it->get<std::string>();
+    if (auto it = p.find("splits"); it != p.end() && it->is_number_integer())
+        m->splits = it->get<int>();
+    if (auto it = p.find("repeats"); it != p.end() && it->is_number_integer())
+        m->repeats = it->get<int>();
+    if (!readPointExtras(p, path, r, m))
+        return false;
+    m->errorBound = errorBoundFor(s.dtype);
+    m->ok = true;
+    return true;
+}
+
 } // namespace
 
 std::string toJson(const MeasurementSet& set) {
@@ -293,62 +348,8 @@ bool fromJson(const std::string& text, MeasurementSet* out, std::string* error) 
         if (!p.is_object())
             return r.fail("points[" + std::to_string(i) + "]", "must be an object");
         Measurement m;
-        DecodeShape& s = m.shape;
-        std::string attention, dtype;
-        std::int64_t headDim = 0;
-        if (!r.string(p, path, "variant", &m.variant) ||
-            !r.string(p, path, "attention", &attention))
+        if (!readPoint(p, path, r, &m))
             return false;
-        if (attention == "mla")
-            s.kind = Attention::Mla;
-        else if (attention == "gqa")
-            s.kind = Attention::Gqa;
-        else
-            return r.fail(path + "attention",
-                          "must be \"gqa\" or \"mla\", got \"" + attention + "\"");
-        if (!r.integer(p, path, "q_heads", &s.qHeads) ||
-            !r.integer(p, path, "kv_heads", &s.kvHeads) ||
-            !r.integer(p, path, "head_dim", &headDim) ||
-            !r.integer(p, path, "context", &s.context) || !r.integer(p, path, "batch", &s.batch) ||
-            !r.string(p, path, "kv_dtype", &dtype))
-            return false;
-        auto dt = parseDtype(dtype);
-        if (!dt)
-            return r.fail(path + "kv_dtype", "unknown dtype \"" + dtype + "\"");
-        s.dtype = *dt;
-        if (s.kind == Attention::Mla) {
-            s.kvLoraRank = 512;
-            s.ropeDim = 64;
-            if (p.contains("kv_lora_rank") && !r.integer(p, path, "kv_lora_rank", &s.kvLoraRank))
-                return false;
-            if (p.contains("rope_dim") && !r.integer(p, path, "rope_dim", &s.ropeDim))
-                return false;
-            if (headDim != s.kvLoraRank + s.ropeDim)
-                return r.fail(path + "head_dim", "must equal kv_lora_rank + rope_dim for mla");
-            s.headDim = headDim;
-        } else {
-            s.headDim = headDim;
-            if (s.qHeads % s.kvHeads != 0)
-                return r.fail(path + "kv_heads", "must divide q_heads");
-        }
-        if (!r.number(p, path, "median_s", &m.medianSeconds, true) ||
-            !r.number(p, path, "bytes", &m.bytes, true) ||
-            !r.number(p, path, "flops", &m.flops, true) ||
-            !r.number(p, path, "bytes_per_s", &m.bytesPerSecond, true) ||
-            !r.number(p, path, "flop_per_s", &m.flopPerSecond, true) ||
-            !r.number(p, path, "intensity_flop_per_byte", &m.intensityFlopPerByte, true) ||
-            !r.number(p, path, "max_rel_error", &m.maxRelError, false))
-            return false;
-        if (auto it = p.find("kernel"); it != p.end() && it->is_string())
-            m.kernel = it->get<std::string>();
-        if (auto it = p.find("splits"); it != p.end() && it->is_number_integer())
-            m.splits = it->get<int>();
-        if (auto it = p.find("repeats"); it != p.end() && it->is_number_integer())
-            m.repeats = it->get<int>();
-        if (!readPointExtras(p, path, r, &m))
-            return false;
-        m.errorBound = errorBoundFor(s.dtype);
-        m.ok = true;
         set.points.push_back(std::move(m));
     }
     *out = std::move(set);

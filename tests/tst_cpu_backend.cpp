@@ -394,13 +394,18 @@ private Q_SLOTS:
     }
 
     void jsonRoundTrip() {
-        auto b = cpu();
+        sharedCeilings();
+        Backend* b = shared_.get();
         MeasurementSet set;
         set.backend = "cpu";
         set.device = "test cpu";
         set.model = "llama-3-8b";
         set.ceilings.readBytesPerSecond = 2.5e10;
         set.ceilings.peakFlopPerSecond = {{"bf16", 4e11}, {"fp32", 4e11}};
+        set.ceilings.l2ReadBytesPerSecond = 1.2e11;
+        set.ceilings.l3ReadBytesPerSecond = 6e10;
+        set.ceilings.readFamily = {{"read-avx512-s4-u2 x2", 2.5e10}, {"read-vec4-s2-u2 x1", 1e10}};
+        set.ceilings.peakKernelFor = {{"bf16", "vdpbf16ps-c12"}};
         Measurement m = b->measure(gqa(32, 8, 128, 1024, 1, KvDtype::Fp8E4m3));
         QVERIFY2(m.ok, m.error.c_str());
         m.variant = "GQA-4";
@@ -434,6 +439,20 @@ private Q_SLOTS:
         QCOMPARE(p.flops, m.flops);
         QCOMPARE(p.maxRelError, m.maxRelError);
         QCOMPARE(p.kernel, m.kernel);
+        QCOMPARE(p.minSeconds, m.minSeconds);
+        QCOMPARE(p.maxSeconds, m.maxSeconds);
+        QCOMPARE(p.readCeilingBefore, m.readCeilingBefore);
+        QCOMPARE(p.readCeilingAfter, m.readCeilingAfter);
+        QCOMPARE(p.peakAfter, m.peakAfter);
+        QCOMPARE(p.readCeilingKernel, m.readCeilingKernel);
+        QCOMPARE(p.inputSets, m.inputSets);
+        QCOMPARE(p.unstable, m.unstable);
+        QCOMPARE(back.ceilings.l2ReadBytesPerSecond, 1.2e11);
+        QCOMPARE(back.ceilings.l3ReadBytesPerSecond, 6e10);
+        QCOMPARE(int(back.ceilings.readFamily.size()), 2);
+        QCOMPARE(back.ceilings.readFamily[1].kernel, std::string("read-vec4-s2-u2 x1"));
+        QCOMPARE(back.ceilings.readFamily[1].value, 1e10);
+        QCOMPARE(back.ceilings.peakKernelFor.at("bf16"), std::string("vdpbf16ps-c12"));
         const Measurement& q = back.points[1];
         QCOMPARE(q.shape.kind, Attention::Mla);
         QCOMPARE(q.shape.kvLoraRank, std::int64_t(512));
@@ -468,6 +487,23 @@ private Q_SLOTS:
                        R"("ceilings": {"read_bytes_per_s": 1, "peak_flop_per_s": {"int4": 1}})"),
                    point)
             << QStringLiteral("ceilings.peak_flop_per_s.int4");
+        QTest::newRow("negative l2 ceiling")
+            << doc(head,
+                   QStringLiteral(R"("ceilings": {"read_bytes_per_s": 1, "peak_flop_per_s": {},
+                                      "l2_read_bytes_per_s": -5})"),
+                   point)
+            << QStringLiteral("ceilings.l2_read_bytes_per_s: must be a non-negative number");
+        QTest::newRow("read family not an array")
+            << doc(head,
+                   QStringLiteral(R"("ceilings": {"read_bytes_per_s": 1, "peak_flop_per_s": {},
+                                      "read_family": 3})"),
+                   point)
+            << QStringLiteral("ceilings.read_family: must be an array");
+        QString badMin = point;
+        badMin.replace(QStringLiteral("\"median_s\": 1e-4,"),
+                       QStringLiteral("\"median_s\": 1e-4, \"min_s\": \"fast\","));
+        QTest::newRow("min_s not a number")
+            << doc(head, ceil, badMin) << QStringLiteral("points[0].min_s: must be a number");
         QString noMedian = point;
         noMedian.replace(QStringLiteral("\"median_s\": 1e-4,"), QString());
         QTest::newRow("missing median")

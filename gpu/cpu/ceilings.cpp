@@ -112,12 +112,12 @@ std::string CeilingMeter::prepareBuffer() {
 /// Best (highest) bytes/s over `reps` runs: thread t reads [t * bytesPerThread, +bytesPerThread)
 /// `passes` times.
 double CeilingMeter::timeRead(const ReadKernel& k, unsigned threads, std::int64_t bytesPerThread,
-                              int passes, int reps) {
+                              int passes, int reps, std::int64_t offset) {
     double best = 0;
     for (int rep = 0; rep < reps; ++rep) {
         const auto t0 = std::chrono::steady_clock::now();
         pool_.parallelFor(threads, [&](std::int64_t t) {
-            const std::uint8_t* p = buffer_.data + t * bytesPerThread;
+            const std::uint8_t* p = buffer_.data + offset + t * bytesPerThread;
             for (int pass = 0; pass < passes; ++pass)
                 sink_[std::size_t(t)] += k.fn(p, bytesPerThread);
         });
@@ -244,15 +244,30 @@ Ceilings CeilingMeter::measure(const Progress& progress) {
     return c;
 }
 
-bool CeilingMeter::spot(KvDtype dtype, double* read, double* peak, std::string* kernel) {
+/// 2x the LLC of the buffer (at least 256 MiB) read once in consecutive pieces of pieceBytes
+/// (each split among the threads): the fastest piece's bytes/s. Every piece is cold: it was
+/// last read a whole spot measurement and a point's rotation (4x the LLC) ago.
+double CeilingMeter::fastestPiece(const ReadKernel& k, unsigned threads, std::int64_t pieceBytes) {
+    const std::int64_t perThread =
+        roundDown(std::clamp<std::int64_t>(pieceBytes / threads, 1 << 20, bufferBytes_ / threads),
+                  kReadGranule);
+    const std::int64_t piece = perThread * threads;
+    const std::int64_t span = std::clamp<std::int64_t>(2 * llc_, 256ll << 20, bufferBytes_);
+    double best = 0;
+    for (std::int64_t off = 0; off + piece <= std::max(span, piece); off += piece)
+        best = std::max(best, timeRead(k, threads, perThread, 1, 1, off));
+    return best;
+}
+
+bool CeilingMeter::spot(KvDtype dtype, double pointBytes, double* read, double* peak,
+                        std::string* kernel) {
     if (!measured_ && !measure({}).ok)
         return false;
     *read = 0;
     const std::size_t n = std::min<std::size_t>(kSpotKernels, rankedReads_.size());
     for (std::size_t i = 0; i < n; ++i) {
         const Ranked& r = rankedReads_[i];
-        const double v = timeRead(reads_[r.kernel], r.threads,
-                                  roundDown(bufferBytes_ / r.threads, kReadGranule), 1, 1);
+        const double v = fastestPiece(reads_[r.kernel], r.threads, std::int64_t(pointBytes));
         if (v > *read) {
             *read = v;
             *kernel = reads_[r.kernel].name + " x" + std::to_string(r.threads);
@@ -260,7 +275,7 @@ bool CeilingMeter::spot(KvDtype dtype, double* read, double* peak, std::string* 
     }
     const bool onDot = bf16DotEnabled() && computes_[dotWinner_].bf16Dot &&
                        (dtype == KvDtype::Bf16 || dtype == KvDtype::Fp8E4m3);
-    *peak = timeCompute(computes_[onDot ? dotWinner_ : fmaWinner_], 1'000'000, 2);
+    *peak = timeCompute(computes_[onDot ? dotWinner_ : fmaWinner_], 125'000, 16);
     return true;
 }
 

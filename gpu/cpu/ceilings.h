@@ -30,10 +30,13 @@ public:
                  std::int64_t memoryBudget);
     /// Every family on every thread count up to the pool's size.
     Ceilings measure(const Progress& progress);
-    /// The best read kernels of the last measure() (one pass each) and the dtype's winning
-    /// peak kernel: the ceilings a point is placed against.
-    bool spot(KvDtype dtype, double* readBytesPerSecond, double* peakFlopPerSecond,
-              std::string* readKernel);
+    /// The best read kernels of the last measure() and the dtype's winning peak kernel: the
+    /// ceilings a point is placed against. One pass over the buffer per kernel, timed in
+    /// pieces of about `pointBytes` (at least 1 MiB per thread); the ceiling is the fastest
+    /// piece, as the point's repeats are runs of that size. The peak likewise: the fastest of
+    /// 16 short runs.
+    bool spot(KvDtype dtype, double pointBytes, double* readBytesPerSecond,
+              double* peakFlopPerSecond, std::string* readKernel);
 
 private:
     struct Ranked {
@@ -43,7 +46,8 @@ private:
     };
     std::string prepareBuffer();
     double timeRead(const ReadKernel& k, unsigned threads, std::int64_t bytesPerThread, int passes,
-                    int reps);
+                    int reps, std::int64_t offset = 0);
+    double fastestPiece(const ReadKernel& k, unsigned threads, std::int64_t pieceBytes);
     double timeCompute(const ComputeKernel& k, std::int64_t iterations, int reps);
     void measureDram(Ceilings& c, const Progress& progress);
     double measureResident(std::int64_t bytesPerThread, int passes);

@@ -71,8 +71,9 @@ public:
         return ceilings_.measure(progress);
     }
 
-    bool spotCeilings(KvDtype dtype, double* read, double* peak, std::string* kernel) override {
-        return ceilings_.spot(dtype, read, peak, kernel);
+    bool spotCeilings(KvDtype dtype, double pointBytes, double* read, double* peak,
+                      std::string* kernel) override {
+        return ceilings_.spot(dtype, pointBytes, read, peak, kernel);
     }
 
     std::string prepare(const DecodeShape& s, int sets, std::uint64_t seed) override {
