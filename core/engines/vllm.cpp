@@ -255,6 +255,10 @@ std::int64_t vllmDefaultMaxNumSeqs(const GpuSpec& gpu) {
     return big && id.find("a100") == std::string::npos ? 1024 : 256;
 }
 
+std::int64_t vllmDefaultMaxNumBatchedTokens(const GpuSpec& gpu) {
+    return vllmDefaultMaxNumSeqs(gpu) == 1024 ? 8192 : 2048;
+}
+
 std::vector<std::int64_t> pipelineStageLayers(std::int64_t layers, std::int64_t pp) {
     std::vector<std::int64_t> out(static_cast<std::size_t>(std::max<std::int64_t>(1, pp)),
                                   layers / std::max<std::int64_t>(1, pp));
