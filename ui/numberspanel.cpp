@@ -7,6 +7,7 @@
 #include <QFontDatabase>
 #include <QGridLayout>
 #include <QLabel>
+#include <QPainter>
 #include <QVBoxLayout>
 #include <cmath>
 
@@ -42,12 +43,71 @@ QString changeLine(double before, double now, const QString& fewer, const QStrin
         r < 1.5 ? q(fixed((r - 1.0) * 100.0, 1)) + QLatin1Char('%') : ratioText(r);
     return amount + QLatin1Char(' ') + (before > now ? fewer : more);
 }
+// A plain-text label that never widens the panel and never wraps: a line longer than the label
+// is elided, and then the tooltip carries the full text (and the value's own tip below it).
+class FitLabel : public QLabel {
+public:
+    FitLabel(const QString& text, bool elastic, QWidget* parent)
+        : QLabel(text, parent), elastic_(elastic) {
+        setTextFormat(Qt::PlainText);
+        setWordWrap(false);
+        if (elastic)
+            setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+    }
+    void setTip(const QString& tip) {
+        tip_ = tip;
+        elided_ = -1;
+        update();
+    }
+    QSize sizeHint() const override {
+        QSize s = QLabel::sizeHint();
+        if (elastic_)
+            s.setWidth(std::min(s.width(), 60));
+        return s;
+    }
+    QSize minimumSizeHint() const override {
+        QSize s = QLabel::minimumSizeHint();
+        if (elastic_)
+            s.setWidth(std::min(s.width(), 40));
+        return s;
+    }
+
+protected:
+    void paintEvent(QPaintEvent*) override {
+        QPainter p(this);
+        p.setFont(font());
+        p.setPen(palette().color(foregroundRole()));
+        const QFontMetrics fm(font());
+        const QRect r = contentsRect();
+        int y = r.top();
+        bool elided = false;
+        for (const QString& line : text().split(QLatin1Char('\n'))) {
+            const QString e = fm.elidedText(line, Qt::ElideRight, r.width());
+            elided = elided || e != line;
+            p.drawText(QRect(r.left(), y, r.width(), fm.height()), Qt::AlignLeft | Qt::AlignVCenter,
+                       e);
+            y += fm.lineSpacing();
+        }
+        if (static_cast<int>(elided) != elided_) {
+            elided_ = elided;
+            setToolTip(elided
+                           ? text() + (tip_.isEmpty() ? QString() : QStringLiteral("\n\n") + tip_)
+                           : tip_);
+        }
+    }
+
+private:
+    bool elastic_;
+    QString tip_;
+    int elided_ = -1;
+};
+
 } // namespace
 
 NumbersPanel::NumbersPanel(QWidget* parent) : QWidget(parent) {
     auto* v = new QVBoxLayout(this);
     v->setContentsMargins(14, 10, 14, 10);
-    v->setSpacing(6);
+    v->setSpacing(2); // fits 1600×1000 without scrolling
 
     QGridLayout* g = addSection(tr("KV cache per token"));
     addValue(g, 0, 0, QStringLiteral("cellModel"), tr("whole model"), 1.45);
@@ -78,9 +138,11 @@ NumbersPanel::NumbersPanel(QWidget* parent) : QWidget(parent) {
 
     g = addSection(tr("Change against the previous state"));
     addValue(g, 0, 0, QStringLiteral("delta"), QString(), 1.15, 2);
-    values_[QStringLiteral("delta")]->setWordWrap(true);
-    values_[QStringLiteral("delta")]->setTextFormat(Qt::RichText);
-    values_[QStringLiteral("poolBreakdown")]->setTextFormat(Qt::RichText);
+    // Plain text with explicit line breaks, never word-wrapped: a wrapped or rich-text label is
+    // re-laid out at several widths (QTextDocument) on every slider step, the panel's largest
+    // cost.
+    for (QLabel* l : values_)
+        l->setTextFormat(Qt::PlainText);
     v->addStretch(1);
     restyle();
 }
@@ -89,7 +151,7 @@ QGridLayout* NumbersPanel::addSection(const QString& title) {
     auto* v = static_cast<QVBoxLayout*>(layout());
     auto* t = new QLabel(title.toUpper(), this);
     sectionTitles_.append(t);
-    v->addSpacing(4);
+    v->addSpacing(3);
     v->addWidget(t);
     auto* g = new QGridLayout;
     g->setHorizontalSpacing(18);
@@ -104,15 +166,14 @@ QLabel* NumbersPanel::addValue(QGridLayout* grid, int row, int col, const QStrin
                                const QString& caption, double fontFactor, int colSpan) {
     auto* box = new QVBoxLayout;
     box->setSpacing(0);
-    auto* value = new QLabel(QStringLiteral("—"), this);
+    // Values under 1x (the breakdown, vLLM's lines) and the change lines may be long.
+    const bool elastic = fontFactor < 1.0 || colSpan > 1;
+    auto* value = new FitLabel(QStringLiteral("—"), elastic, this);
     value->setObjectName(QStringLiteral("value.") + key);
-    value->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    value->setWordWrap(fontFactor < 1.0);
     scaled_.append({value, fontFactor});
     box->addWidget(value);
     if (!caption.isEmpty()) {
-        auto* c = new QLabel(caption, this);
-        c->setWordWrap(true);
+        auto* c = new FitLabel(caption, true, this);
         captions_.insert(key, c);
         box->addWidget(c);
     }
@@ -163,10 +224,10 @@ QString NumbersPanel::valueText(const QString& key) const {
 
 void NumbersPanel::setReport(const Report& r, const std::optional<Report>& previous) {
     auto set = [this](const char* key, const QString& text, const QString& tip = {}) {
-        QLabel* l = values_.value(QLatin1String(key));
+        auto* l = static_cast<FitLabel*>(values_.value(QLatin1String(key)));
         if (l->text() != text)
             l->setText(text);
-        l->setToolTip(tip);
+        l->setTip(tip);
     };
     set("cellModel", bytes(r.cellBytesPerToken),
         tr("%1 B per token, all layers, all KV heads").arg(q(withCommas(r.cellBytesPerToken))));
@@ -192,23 +253,27 @@ void NumbersPanel::setReport(const Report& r, const std::optional<Report>& previ
     if (p.overridden) {
         breakdown = tr("fixed by hand");
     } else {
-        breakdown = tr("%1 × %2 (%3) = %4")
-                        .arg(q(fixed(p.util, 2)), gib(p.capacityBytes), q(p.capacitySource),
-                             gib(p.budgetBytes));
-        breakdown += tr("<br>− weights / TP %1").arg(gib(p.weightBytes));
-        if (p.model == PoolModel::Vllm) {
-            breakdown += tr("<br>− activation peak %1").arg(gib(p.activationPeakBytes));
+        auto num = [](std::int64_t b) {
+            return q(fixed(static_cast<double>(b) / (1024.0 * 1024.0 * 1024.0), 2));
+        };
+        breakdown = tr("%1 × %2 = %3\n(%4)")
+                        .arg(q(fixed(p.util, 2)), gib(p.capacityBytes), gib(p.budgetBytes),
+                             q(p.capacitySource));
+        if (p.model == PoolModel::Vllm)
             breakdown +=
-                tr("<br>− non-torch %1 (CUDA graphs %2, NCCL %3, all-reduce %4, "
-                   "context %5)")
-                    .arg(gib(p.nonTorchBytes()), bytes(p.cudaGraphBytes), bytes(p.ncclBytes),
-                         bytes(p.customAllReduceBytes), bytes(p.cudaContextBytes));
-        }
+                tr("\n− weights/TP %1 − activations %2 − non-torch %3 GiB")
+                    .arg(num(p.weightBytes), num(p.activationPeakBytes), num(p.nonTorchBytes()));
+        else
+            breakdown += tr("\n− weights / TP %1").arg(gib(p.weightBytes));
     }
+    QString breakdownTip;
+    if (p.model == PoolModel::Vllm && !p.overridden)
+        breakdownTip = tr("non-torch: CUDA graphs %1, NCCL %2, all-reduce %3, CUDA context %4")
+                           .arg(bytes(p.cudaGraphBytes), bytes(p.ncclBytes),
+                                bytes(p.customAllReduceBytes), bytes(p.cudaContextBytes));
     if (!r.fits && !r.noFitReason.empty())
-        breakdown = QStringLiteral("<b>") + q(r.noFitReason).toHtmlEscaped() +
-                    QStringLiteral("</b><br>") + breakdown;
-    set("poolBreakdown", breakdown);
+        breakdown = q(r.noFitReason) + QLatin1Char('\n') + breakdown;
+    set("poolBreakdown", breakdown, breakdownTip);
 
     set("tokens", q(withCommas(r.tokensCapacity)),
         tr("pool / per-GPU cell%1").arg(r.dcp > 1 ? tr(" × DCP %1").arg(r.dcp) : QString()));
@@ -251,7 +316,7 @@ void NumbersPanel::setReport(const Report& r, const std::optional<Report>& previ
             if (!l.isEmpty())
                 lines.append(l);
     }
-    set("delta", lines.isEmpty() ? QStringLiteral("—") : lines.join(QStringLiteral("<br>")));
+    set("delta", lines.isEmpty() ? QStringLiteral("—") : lines.join(QLatin1Char('\n')));
 }
 
 } // namespace kvscope::ui
