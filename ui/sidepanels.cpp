@@ -53,11 +53,15 @@ ModelPanel::ModelPanel(QWidget* parent) : QWidget(parent) {
     geometry_->setHeaderLabels({tr("Quantity"), tr("Value"), tr("From")});
     geometry_->setRootIsDecorated(false);
     geometry_->setAlternatingRowColors(true);
-    geometry_->setUniformRowHeights(true);
     geometry_->header()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
     geometry_->header()->setSectionResizeMode(1, QHeaderView::ResizeToContents);
     geometry_->header()->setStretchLastSection(true);
-    geometry_->setTextElideMode(Qt::ElideMiddle);
+    // The provenance ("fallback: hidden_size / num_attention_heads") wraps onto a second line
+    // in a smaller font instead of being cut in the middle; its tooltip says it again.
+    geometry_->setWordWrap(true);
+    geometry_->setUniformRowHeights(false);
+    geometry_->setTextElideMode(Qt::ElideRight);
+    geometry_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     v->addWidget(geometry_, 1);
 
     warnings_ = new QLabel(this);
@@ -98,8 +102,12 @@ void ModelPanel::setState(const AppState& s, const Report& r) {
     const ModelSpec& m = s.model;
     geometry_->clear();
     auto add = [this](const QString& name, const QString& value, const std::string& source) {
-        auto* it = new QTreeWidgetItem(geometry_, {name, value, q(source)});
+        // Spaces after '_' and '/' let a long key wrap ("num_attention_" / "heads").
+        QString shown = q(source);
+        shown.replace(QLatin1Char('_'), QStringLiteral("_\u200b"));
+        auto* it = new QTreeWidgetItem(geometry_, {name, value, shown});
         it->setToolTip(2, q(source));
+        it->setFont(2, scaledFont(geometry_->font(), 0.88));
         it->setTextAlignment(1, Qt::AlignRight | Qt::AlignVCenter);
     };
     auto num = [](std::int64_t v) { return q(withCommas(v)); };
@@ -125,7 +133,7 @@ void ModelPanel::setState(const AppState& s, const Report& r) {
     }
     add(tr("vocab"), num(m.vocab.value), m.vocab.source);
     add(tr("parameters"), q(humanCount(static_cast<double>(r.params.total()))),
-        "counted from the config");
+        "counted from config");
     add(tr("weights"), q(humanBytes(static_cast<double>(r.weightBytes))), toString(r.weightDtype));
 
     QStringList w;
