@@ -29,11 +29,13 @@
 #include <QMimeData>
 #include <QPushButton>
 #include <QScrollArea>
+#include <QSet>
 #include <QSettings>
 #include <QSlider>
 #include <QTableWidget>
 #include <QToolButton>
 #include <QVBoxLayout>
+#include <functional>
 
 namespace kvscope::ui {
 
@@ -275,8 +277,6 @@ void MainWindow::buildMenus() {
     dark->setChecked(currentTheme() == ThemeMode::Dark);
     dark->setShortcut(QKeySequence(tr("Ctrl+Shift+L")));
     connect(dark, &QAction::toggled, this, &MainWindow::setTheme);
-    shortcutHelp_.append(
-        {dark->shortcut().toString(QKeySequence::NativeText), tr("Light / dark palette")});
 
     auto* measured = toolsMenu_->addAction(tr("Show &measured points"));
     measured->setCheckable(true);
@@ -294,14 +294,6 @@ void MainWindow::buildMenus() {
                               "visible: MHA → MQA → GQA → MLA.<br>Every number comes from "
                               "kvscope's core, the same arithmetic as <tt>kvscope-cli</tt>."));
     });
-
-    shortcutHelp_.prepend(
-        {open->shortcut().toString(QKeySequence::NativeText), tr("Open config.json")});
-    shortcutHelp_.append({exportWin->shortcut().toString(QKeySequence::NativeText),
-                          tr("Export the window (PNG, SVG, PDF)")});
-    shortcutHelp_.append({QStringLiteral("L"), tr("Measured points on the roofline")});
-    shortcutHelp_.append(
-        {shortcuts->shortcut().toString(QKeySequence::NativeText), tr("This list")});
 }
 
 void MainWindow::buildShortcuts() {
@@ -312,7 +304,6 @@ void MainWindow::buildShortcuts() {
         a->setShortcutContext(Qt::WindowShortcut);
         connect(a, &QAction::triggered, this, fn);
         addAction(a);
-        shortcutHelp_.append({key.toString(QKeySequence::NativeText), title});
     };
     auto stepper = [this](Control c, int d) { return [this, c, d] { controls_->step(c, d); }; };
     add(tr("Fewer KV heads (towards MQA, MLA)"), QKeySequence(Qt::Key_H),
@@ -342,7 +333,7 @@ void MainWindow::buildShortcuts() {
     add(tr("Next GPU preset"), QKeySequence(Qt::Key_G), [this] { stepGpuPreset(+1); });
     add(tr("Previous GPU preset"), QKeySequence(Qt::SHIFT | Qt::Key_G),
         [this] { stepGpuPreset(-1); });
-    auto* esc = new QAction(this);
+    auto* esc = new QAction(tr("Dismiss the banner"), this);
     esc->setShortcut(QKeySequence(Qt::Key_Escape));
     connect(esc, &QAction::triggered, this, &MainWindow::hideBanner);
     addAction(esc);
@@ -623,19 +614,58 @@ void MainWindow::rebuildRecentMenu() {
     }
 }
 
+QList<QPair<QString, QString>> MainWindow::shortcutList() const {
+    QList<QPair<QString, QString>> out;
+    QSet<QString> seen;
+    std::function<void(const QList<QAction*>&)> collect = [&](const QList<QAction*>& actions) {
+        for (QAction* a : actions) {
+            if (a->menu())
+                collect(a->menu()->actions());
+            if (a->isSeparator() || a->shortcuts().isEmpty())
+                continue;
+            QStringList keys;
+            for (const QKeySequence& k : a->shortcuts())
+                keys << k.toString(QKeySequence::NativeText);
+            QString text = a->text();
+            text.remove(QLatin1Char('&'));
+            if (text.endsWith(QStringLiteral("…")))
+                text.chop(1);
+            if (text.isEmpty())
+                text = a->toolTip();
+            const QString key = keys.join(QStringLiteral(", "));
+            if (seen.contains(key + text))
+                continue;
+            seen.insert(key + text);
+            out.append({key, text});
+        }
+    };
+    for (QMenu* m : {fileMenu_, viewMenu_, toolsMenu_, helpMenu_})
+        if (m)
+            collect(m->actions());
+    for (QAction* a : menuBar()->actions()) // menus the features added
+        if (a->menu() && a->menu() != fileMenu_ && a->menu() != viewMenu_ &&
+            a->menu() != toolsMenu_ && a->menu() != helpMenu_)
+            collect(a->menu()->actions());
+    collect(actions());
+    return out;
+}
+
 void MainWindow::showShortcuts() {
+    // Generated from the window's actions when shown: whatever a feature installed is listed.
+    const QList<QPair<QString, QString>> list = shortcutList();
     QDialog dlg(this);
     dlg.setWindowTitle(tr("Keyboard shortcuts"));
     auto* v = new QVBoxLayout(&dlg);
-    auto* table = new QTableWidget(static_cast<int>(shortcutHelp_.size()), 2, &dlg);
+    auto* table = new QTableWidget(static_cast<int>(list.size()), 2, &dlg);
+    table->setObjectName(QStringLiteral("shortcutTable"));
     table->setHorizontalHeaderLabels({tr("Key"), tr("Action")});
     table->verticalHeader()->hide();
     table->setEditTriggers(QAbstractItemView::NoEditTriggers);
-    for (int i = 0; i < shortcutHelp_.size(); ++i) {
-        auto* k = new QTableWidgetItem(shortcutHelp_[i].first);
+    for (int i = 0; i < list.size(); ++i) {
+        auto* k = new QTableWidgetItem(list[i].first);
         k->setFont(scaledFont(font(), 1.0, true));
         table->setItem(i, 0, k);
-        table->setItem(i, 1, new QTableWidgetItem(shortcutHelp_[i].second));
+        table->setItem(i, 1, new QTableWidgetItem(list[i].second));
     }
     table->resizeColumnsToContents();
     table->horizontalHeader()->setStretchLastSection(true);

@@ -64,6 +64,9 @@ public:
     void setDragging(bool dragging);
     /// Refresh, replot every plot immediately and repaint the whole window synchronously.
     void renderNow();
+    /// Every shortcut of the window, generated from its actions (menus, submenus and the
+    /// window's own, features included): {"Ctrl+M", "Compare: pin A"}, in menu order.
+    QList<QPair<QString, QString>> shortcutList() const;
     /// Exports the window or one view by the file's suffix (.png, .svg, .pdf).
     bool exportWindow(const QString& path);
     bool exportView(const QString& name, const QString& path);
@@ -121,7 +124,6 @@ private:
     QMenu* helpMenu_ = nullptr;
     QMenu* recentMenu_ = nullptr;
     QStringList recent_;
-    QList<QPair<QString, QString>> shortcutHelp_;
 };
 
 } // namespace kvscope::ui
