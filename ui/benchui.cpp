@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,28 @@ struct Step {
     return static_cast<double>(clock.nsecsElapsed()) / 1e6;
 }
 
+// KVSCOPE_BENCH_TRACE=1: counts the layout requests and paints each widget receives, so a
+// step that relayouts or repaints more than it changed shows which widget does.
+class EventCounter : public QObject {
+public:
+    std::map<std::string, int> layouts, paints, resizes;
+    bool eventFilter(QObject* o, QEvent* e) override {
+        if (e->type() == QEvent::LayoutRequest || e->type() == QEvent::Paint ||
+            e->type() == QEvent::Resize) {
+            std::string name = o->metaObject()->className();
+            for (QObject* p = o; p; p = p->parent())
+                if (!p->objectName().isEmpty()) {
+                    name += " in " + p->objectName().toStdString();
+                    break;
+                }
+            ++(e->type() == QEvent::Paint    ? paints
+               : e->type() == QEvent::Resize ? resizes
+                                             : layouts)[name];
+        }
+        return false;
+    }
+};
+
 } // namespace
 
 int runBenchSweep(const StartupOptions& o) {
@@ -75,6 +98,9 @@ int runBenchSweep(const StartupOptions& o) {
     QApplication::processEvents();
     const QString loadBefore = loadAverage();
 
+    EventCounter counter;
+    if (qEnvironmentVariableIsSet("KVSCOPE_BENCH_TRACE"))
+        QApplication::instance()->installEventFilter(&counter);
     w.setDragging(true); // a speaker drags: plots replot without antialiasing until release
     ControlsPanel* panel = w.controlsPanel();
     struct Series {
@@ -180,6 +206,14 @@ int runBenchSweep(const StartupOptions& o) {
     for (const char* name : {"roofline", "capacity", "intensity"})
         if (auto* plot = qobject_cast<QCustomPlot*>(w.viewWidget(QLatin1String(name))))
             std::printf("%s replot average %.2f ms\n", name, plot->replotTime(true));
+    for (const auto* m : {&counter.layouts, &counter.paints, &counter.resizes})
+        for (const auto& [name, n] : *m)
+            if (n >= static_cast<int>(steps.size()) / 4)
+                std::printf("  %s %d: %s\n",
+                            m == &counter.layouts  ? "layout"
+                            : m == &counter.paints ? "paint"
+                                                   : "resize",
+                            n, name.c_str());
     std::printf("update p50 %.2f ms p99 %.2f ms\n", percentile(all, 0.5), percentile(all, 0.99));
     return 0;
 }

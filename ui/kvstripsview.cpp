@@ -519,6 +519,7 @@ void KvStripsView::paintFrame(QPainter& p, const QSize& size, const Frame& frame
     const QFontMetricsF sfm(small);
     QColor grid = ink;
     grid.setAlpha(dk ? 36 : 26);
+    p.setRenderHint(QPainter::Antialiasing, false); // horizontal hairlines: crisp and cheap
     for (int i = 0; i <= 4; ++i) {
         const double y = area.top() + area.height() * i / 4.0;
         p.setPen(QPen(grid, 1));
@@ -529,6 +530,7 @@ void KvStripsView::paintFrame(QPainter& p, const QSize& size, const Frame& frame
         p.drawText(QRectF(0, y - sfm.height() / 2, kLeft - 10, sfm.height()),
                    Qt::AlignRight | Qt::AlignVCenter, label);
     }
+    p.setRenderHint(QPainter::Antialiasing, true);
 
     // Rank columns: a tinted panel and a label per GPU; the brace for the collapsed ranks.
     const QFont rankFont = scaledFont(base, 1.05, true);
@@ -540,14 +542,15 @@ void KvStripsView::paintFrame(QPainter& p, const QSize& size, const Frame& frame
             // A stack of rank panels, the count big in the middle and what each holds below:
             // replication reads at a glance.
             QColor c = rankColor(col.rank, dk);
-            for (int k = 3; k >= 0; --k) {
+            p.setRenderHint(QPainter::Antialiasing, false);
+            for (int k = 2; k >= 0; --k) {
                 QColor tint = rankColor(col.rank + k, dk);
                 tint.setAlpha(dk ? 30 : 20);
                 p.setPen(QPen(tint.darker(dk ? 60 : 110), 1));
                 p.setBrush(tint);
-                p.drawRoundedRect(QRectF(col.x + k * 6, panelTop + k * 4, col.w - 18, panelH - 12),
-                                  6, 6);
+                p.drawRect(QRectF(col.x + k * 8, panelTop + k * 5, col.w - 18, panelH - 12));
             }
+            p.setRenderHint(QPainter::Antialiasing, true);
             // The brace over the stack.
             const double by = panelTop - 2, bx0 = col.x + 4, bx1 = col.x + col.w - 4;
             const double mid = (bx0 + bx1) / 2;

@@ -509,13 +509,14 @@ void MainWindow::refreshNow() {
         return;
     controls_->setState(state_);
     gpuPanel_->setState(state_);
-    // The geometry tree only changes with the model, its warnings or its weights.
-    QString key = q(state_.modelRef) + QString::number(report_.weightBytes);
-    for (const auto& w : report_.warnings)
-        key += q(w);
+    // The geometry tree only changes with the model or its weights; the warnings under it
+    // follow TP and h_kv and are set alone (rebuilding the tree repainted the dock per step).
+    const QString key = q(state_.modelRef) + QString::number(report_.weightBytes);
     if (key != modelPanelKey_) {
         modelPanelKey_ = key;
         modelPanel_->setState(state_, report_);
+    } else {
+        modelPanel_->setWarnings(state_, report_);
     }
     numbers_->setReport(report_, previous_);
     strips_->setReport(report_, modelTitle(state_));

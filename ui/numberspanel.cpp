@@ -43,66 +43,95 @@ QString changeLine(double before, double now, const QString& fewer, const QStrin
         r < 1.5 ? q(fixed((r - 1.0) * 100.0, 1)) + QLatin1Char('%') : ratioText(r);
     return amount + QLatin1Char(' ') + (before > now ? fewer : more);
 }
-// A plain-text label that never widens the panel and never wraps: a line longer than the label
-// is elided, and then the tooltip carries the full text (and the value's own tip below it).
-class FitLabel : public QLabel {
+} // namespace
+
+// A plain-text label that never wraps and never widens the panel (a line longer than the
+// label is elided, and then its tooltip carries the full text and the value's own tip).
+// Unlike QLabel, a new text that keeps the size hint only repaints: QLabel::setText always
+// asks the layout again, and a panel of values changing on every slider step relayouted
+// itself (and its scroll area) on every step.
+class FitLabel : public QWidget {
 public:
     FitLabel(const QString& text, bool elastic, QWidget* parent)
-        : QLabel(text, parent), elastic_(elastic) {
-        setTextFormat(Qt::PlainText);
-        setWordWrap(false);
+        : QWidget(parent), text_(text), elastic_(elastic) {
         if (elastic)
             setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+        else
+            setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Fixed);
+    }
+    const QString& text() const { return text_; }
+    void setText(const QString& text) {
+        if (text == text_)
+            return;
+        const QSize before = hint();
+        text_ = text;
+        elided_ = -1;
+        if (hint() != before)
+            updateGeometry();
+        update();
     }
     void setTip(const QString& tip) {
+        if (tip == tip_)
+            return;
         tip_ = tip;
         elided_ = -1;
         update();
     }
     QSize sizeHint() const override {
-        QSize s = QLabel::sizeHint();
+        QSize s = hint();
         if (elastic_)
             s.setWidth(std::min(s.width(), 60));
         return s;
     }
     QSize minimumSizeHint() const override {
-        QSize s = QLabel::minimumSizeHint();
+        QSize s = hint();
         if (elastic_)
             s.setWidth(std::min(s.width(), 40));
         return s;
     }
 
 protected:
+    void changeEvent(QEvent* e) override {
+        QWidget::changeEvent(e);
+        if (e->type() == QEvent::FontChange) {
+            elided_ = -1;
+            updateGeometry();
+        }
+    }
     void paintEvent(QPaintEvent*) override {
         QPainter p(this);
-        p.setFont(font());
-        p.setPen(palette().color(foregroundRole()));
+        p.setPen(palette().color(QPalette::WindowText));
         const QFontMetrics fm(font());
-        const QRect r = contentsRect();
-        int y = r.top();
+        int y = 0;
         bool elided = false;
-        for (const QString& line : text().split(QLatin1Char('\n'))) {
-            const QString e = fm.elidedText(line, Qt::ElideRight, r.width());
+        for (const QString& line : text_.split(QLatin1Char('\n'))) {
+            const QString e = fm.elidedText(line, Qt::ElideRight, width());
             elided = elided || e != line;
-            p.drawText(QRect(r.left(), y, r.width(), fm.height()), Qt::AlignLeft | Qt::AlignVCenter,
-                       e);
+            p.drawText(QRect(0, y, width(), fm.height()), Qt::AlignLeft | Qt::AlignVCenter, e);
             y += fm.lineSpacing();
         }
         if (static_cast<int>(elided) != elided_) {
             elided_ = elided;
-            setToolTip(elided
-                           ? text() + (tip_.isEmpty() ? QString() : QStringLiteral("\n\n") + tip_)
-                           : tip_);
+            setToolTip(elided ? text_ + (tip_.isEmpty() ? QString() : QStringLiteral("\n\n") + tip_)
+                              : tip_);
         }
     }
 
 private:
+    QSize hint() const {
+        const QFontMetrics fm(font());
+        const QStringList lines = text_.split(QLatin1Char('\n'));
+        int w = 0;
+        for (const QString& l : lines)
+            w = std::max(w, fm.horizontalAdvance(l));
+        return {w + 2, fm.height() + fm.lineSpacing() * (static_cast<int>(lines.size()) - 1)};
+    }
+
+    QString text_;
     bool elastic_;
     QString tip_;
     int elided_ = -1;
 };
-
-} // namespace
 
 NumbersPanel::NumbersPanel(QWidget* parent) : QWidget(parent) {
     auto* v = new QVBoxLayout(this);
@@ -138,11 +167,6 @@ NumbersPanel::NumbersPanel(QWidget* parent) : QWidget(parent) {
 
     g = addSection(tr("Change against the previous state"));
     addValue(g, 0, 0, QStringLiteral("delta"), QString(), 1.15, 2);
-    // Plain text with explicit line breaks, never word-wrapped: a wrapped or rich-text label is
-    // re-laid out at several widths (QTextDocument) on every slider step, the panel's largest
-    // cost.
-    for (QLabel* l : values_)
-        l->setTextFormat(Qt::PlainText);
     v->addStretch(1);
     restyle();
 }
@@ -162,8 +186,8 @@ QGridLayout* NumbersPanel::addSection(const QString& title) {
     return g;
 }
 
-QLabel* NumbersPanel::addValue(QGridLayout* grid, int row, int col, const QString& key,
-                               const QString& caption, double fontFactor, int colSpan) {
+FitLabel* NumbersPanel::addValue(QGridLayout* grid, int row, int col, const QString& key,
+                                 const QString& caption, double fontFactor, int colSpan) {
     auto* box = new QVBoxLayout;
     box->setSpacing(0);
     // Values under 1x (the breakdown, vLLM's lines) and the change lines may be long.
@@ -191,7 +215,7 @@ void NumbersPanel::restyle() {
         p.setColor(QPalette::WindowText, muted);
         t->setPalette(p);
     }
-    for (QLabel* c : captions_) {
+    for (FitLabel* c : captions_) {
         c->setFont(scaledFont(base, 0.9));
         QPalette p = c->palette();
         p.setColor(QPalette::WindowText, muted);
@@ -204,7 +228,7 @@ void NumbersPanel::restyle() {
     }
     const bool dk = isDark(this);
     for (const char* key : {"cellRank", "concurrency"}) {
-        QLabel* l = values_.value(QLatin1String(key));
+        FitLabel* l = values_.value(QLatin1String(key));
         QPalette p = l->palette();
         p.setColor(QPalette::WindowText, accentColor(dk));
         l->setPalette(p);
@@ -218,13 +242,13 @@ void NumbersPanel::changeEvent(QEvent* e) {
 }
 
 QString NumbersPanel::valueText(const QString& key) const {
-    const QLabel* l = values_.value(key);
+    const FitLabel* l = values_.value(key);
     return l ? l->text() : QString();
 }
 
 void NumbersPanel::setReport(const Report& r, const std::optional<Report>& previous) {
     auto set = [this](const char* key, const QString& text, const QString& tip = {}) {
-        auto* l = static_cast<FitLabel*>(values_.value(QLatin1String(key)));
+        FitLabel* l = values_.value(QLatin1String(key));
         if (l->text() != text)
             l->setText(text);
         l->setTip(tip);
@@ -244,7 +268,7 @@ void NumbersPanel::setReport(const Report& r, const std::optional<Report>& previ
     const PoolBreakdown& p = r.pool;
     set("pool", p.poolBytes > 0 ? gib(p.poolBytes) : tr("nothing fits"),
         tr("%1 B per GPU").arg(q(withCommas(p.poolBytes))));
-    QLabel* poolLabel = values_.value(QStringLiteral("pool"));
+    FitLabel* poolLabel = values_.value(QStringLiteral("pool"));
     QPalette pp = palette();
     if (!r.fits)
         pp.setColor(QPalette::WindowText, errorColor(isDark(this)));

@@ -13,6 +13,7 @@
 #include <QLabel>
 #include <QMenu>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSignalBlocker>
 #include <QSpinBox>
 #include <QToolButton>
@@ -64,11 +65,21 @@ ModelPanel::ModelPanel(QWidget* parent) : QWidget(parent) {
     geometry_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     v->addWidget(geometry_, 1);
 
-    warnings_ = new QLabel(this);
+    // The warnings follow TP and h_kv. In a fixed-height scroll area their changing height
+    // stays inside it: a bare label relayouted the dock, and with it the whole main window,
+    // on every slider step that changed a warning.
+    warningsArea_ = new QScrollArea(this);
+    warningsArea_->setFrameShape(QFrame::NoFrame);
+    warningsArea_->setWidgetResizable(true);
+    warningsArea_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    warnings_ = new QLabel;
     warnings_->setObjectName(QStringLiteral("modelWarnings"));
     warnings_->setWordWrap(true);
     warnings_->setTextFormat(Qt::RichText);
-    v->addWidget(warnings_);
+    warnings_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
+    warningsArea_->setWidget(warnings_);
+    warningsArea_->setFixedHeight(QFontMetrics(font()).lineSpacing() * 6 + 4);
+    v->addWidget(warningsArea_);
 
     connect(presets_, &QComboBox::activated, this,
             [this](int i) { Q_EMIT modelRequested(presets_->itemData(i).toString()); });
@@ -136,6 +147,11 @@ void ModelPanel::setState(const AppState& s, const Report& r) {
         "counted from config");
     add(tr("weights"), q(humanBytes(static_cast<double>(r.weightBytes))), toString(r.weightDtype));
 
+    setWarnings(s, r);
+}
+
+void ModelPanel::setWarnings(const AppState& s, const Report& r) {
+    const ModelSpec& m = s.model;
     QStringList w;
     for (const auto& x : m.warnings)
         w << q(x).toHtmlEscaped();
@@ -144,13 +160,15 @@ void ModelPanel::setState(const AppState& s, const Report& r) {
             w << q(x).toHtmlEscaped();
     if (w.isEmpty()) {
         warnings_->clear();
-        warnings_->hide();
-    } else {
-        warnings_->setText(
-            QStringLiteral("<span style='color:%1'>⚠ %2</span>")
-                .arg(warningColor(isDark(this)).name(), w.join(QStringLiteral("<br>⚠ "))));
-        warnings_->show();
+        warningsArea_->hide();
+        return;
     }
+    const QString text =
+        QStringLiteral("<span style='color:%1'>⚠ %2</span>")
+            .arg(warningColor(isDark(this)).name(), w.join(QStringLiteral("<br>⚠ ")));
+    if (text != warnings_->text())
+        warnings_->setText(text);
+    warningsArea_->show();
 }
 
 GpuPanel::GpuPanel(QWidget* parent) : QWidget(parent) {
