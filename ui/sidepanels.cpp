@@ -75,7 +75,9 @@ ModelPanel::ModelPanel(QWidget* parent) : QWidget(parent) {
     warnings_ = new QLabel;
     warnings_->setObjectName(QStringLiteral("modelWarnings"));
     warnings_->setWordWrap(true);
-    warnings_->setTextFormat(Qt::RichText);
+    // Plain text in the warning colour: rich text lays out through a QTextDocument at several
+    // widths on every change, plain text through the font metrics.
+    warnings_->setTextFormat(Qt::PlainText);
     warnings_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
     warningsArea_->setWidget(warnings_);
     warningsArea_->setFixedHeight(QFontMetrics(font()).lineSpacing() * 6 + 4);
@@ -154,18 +156,19 @@ void ModelPanel::setWarnings(const AppState& s, const Report& r) {
     const ModelSpec& m = s.model;
     QStringList w;
     for (const auto& x : m.warnings)
-        w << q(x).toHtmlEscaped();
+        w << q(x);
     for (const auto& x : r.warnings)
         if (std::find(m.warnings.begin(), m.warnings.end(), x) == m.warnings.end())
-            w << q(x).toHtmlEscaped();
+            w << q(x);
     if (w.isEmpty()) {
         warnings_->clear();
         warningsArea_->hide();
         return;
     }
-    const QString text =
-        QStringLiteral("<span style='color:%1'>⚠ %2</span>")
-            .arg(warningColor(isDark(this)).name(), w.join(QStringLiteral("<br>⚠ ")));
+    QPalette pal = warnings_->palette();
+    pal.setColor(QPalette::WindowText, warningColor(isDark(this)));
+    warnings_->setPalette(pal);
+    const QString text = QStringLiteral("⚠ ") + w.join(QStringLiteral("\n⚠ "));
     if (text != warnings_->text())
         warnings_->setText(text);
     warningsArea_->show();
