@@ -12,10 +12,12 @@
 #include "ui/theme.h"
 #include "ui/viewmodel.h"
 
+#include <QApplication>
 #include <QDir>
 #include <QFile>
 #include <QImage>
 #include <QLabel>
+#include <QScopeGuard>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QSet>
@@ -218,6 +220,12 @@ private Q_SLOTS:
         }
     }
     void plotLabelsLeavePointsVisible() {
+        // The app's own font (app/gui/main.cpp): labels are measured as a talk sees them.
+        const QFont appFont = QApplication::font();
+        QFont f = appFont;
+        f.setPointSizeF(10.5);
+        QApplication::setFont(f);
+        const auto restore = qScopeGuard([&] { QApplication::setFont(appFont); });
         QFETCH(QString, model);
         QFETCH(int, kvHeads);
         QFETCH(int, tp);
@@ -238,7 +246,22 @@ private Q_SLOTS:
             const QRectF area = plot->axisRect()->rect();
             const auto points = plot->pointPixels();
             QVERIFY(!points.isEmpty());
-            for (const QRectF& label : plot->labelRects()) {
+            const auto labels = plot->labelRects();
+            for (int i = 0; i < labels.size(); ++i)
+                for (int j = i + 1; j < labels.size(); ++j)
+                    QVERIFY2(!labels[i].adjusted(2, 2, -2, -2).intersects(labels[j]),
+                             qPrintable(QStringLiteral("%1: two labels overlap (%2,%3 %4x%5 and "
+                                                       "%6,%7 %8x%9)")
+                                            .arg(QLatin1String(name))
+                                            .arg(labels[i].x())
+                                            .arg(labels[i].y())
+                                            .arg(labels[i].width())
+                                            .arg(labels[i].height())
+                                            .arg(labels[j].x())
+                                            .arg(labels[j].y())
+                                            .arg(labels[j].width())
+                                            .arg(labels[j].height())));
+            for (const QRectF& label : labels) {
                 // Inside the plot: never clipped at its edge.
                 QVERIFY2(
                     area.adjusted(-2, -2, 2, 2).contains(label),

@@ -260,7 +260,7 @@ void NumbersPanel::setReport(const Report& r, const std::optional<Report>& previ
             .arg(q(withCommas(r.cellBytesPerTokenPerRank)))
             .arg(r.kvHeadsPerRank));
     captions_.value(QStringLiteral("requestModel"))
-        ->setText(tr("whole model at %1 tokens").arg(q(withCommas(r.context))));
+        ->setText(tr("whole model, S = %1").arg(q(withCommas(r.context))));
     set("requestModel", bytes(r.requestBytes), tr("%1 B").arg(q(withCommas(r.requestBytes))));
     set("requestRank", bytes(r.requestBytesPerRank),
         tr("%1 B on each GPU").arg(q(withCommas(r.requestBytesPerRank))));

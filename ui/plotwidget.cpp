@@ -98,13 +98,21 @@ void PlotWidget::placeFloating() {
         int bestCost = -1;
         for (const Spot& s : spots) {
             const QPointF a(xAxis->coordToPixel(s.x), yAxis->coordToPixel(s.y));
-            const double x = s.align & Qt::AlignRight     ? a.x() - box.width()
-                             : s.align & Qt::AlignHCenter ? a.x() - box.width() / 2
-                                                          : a.x();
-            const double y = s.align & Qt::AlignBottom    ? a.y() - box.height()
-                             : s.align & Qt::AlignVCenter ? a.y() - box.height() / 2
-                                                          : a.y();
-            const QRectF r(QPointF(x, y), box);
+            QRectF r;
+            if (label->rotation() == -90) {
+                // Vertical text, read bottom to top: AlignLeft rises from the anchor,
+                // AlignRight hangs below it.
+                const double up = s.align & Qt::AlignRight ? 0 : box.width();
+                r = QRectF(a.x() - box.height() / 2, a.y() - up, box.height(), box.width());
+            } else {
+                const double x = s.align & Qt::AlignRight     ? a.x() - box.width()
+                                 : s.align & Qt::AlignHCenter ? a.x() - box.width() / 2
+                                                              : a.x();
+                const double y = s.align & Qt::AlignBottom    ? a.y() - box.height()
+                                 : s.align & Qt::AlignVCenter ? a.y() - box.height() / 2
+                                                              : a.y();
+                r = QRectF(QPointF(x, y), box);
+            }
             int cost = ar.contains(r) ? 0 : 100;
             for (const QPointF& pt : points)
                 cost += r.adjusted(-7, -7, 7, 7).contains(pt) ? 10 : 0;

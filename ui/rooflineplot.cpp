@@ -311,6 +311,11 @@ void RooflinePlot::rebuild() {
         auto* t = addLabel(v->intensityFlopPerByte, v->attainableFlopPerS * 1.5, text,
                            Qt::AlignLeft | Qt::AlignVCenter, v->mla ? mColor : vColor, 0.95, true);
         t->setRotation(-90);
+        // Rising from the point, or hanging below it when the top of the plot is too close.
+        addFloating(t, {{v->intensityFlopPerByte, v->attainableFlopPerS * 1.5,
+                         Qt::AlignLeft | Qt::AlignVCenter},
+                        {v->intensityFlopPerByte, v->attainableFlopPerS / 1.5,
+                         Qt::AlignRight | Qt::AlignVCenter}});
     }
     if (!anyMla)
         removeGraph(mlaGraph);
