@@ -5,6 +5,7 @@
 #include "core/law.h"
 #include "core/presets.h"
 #include "ui/kvstripsview.h"
+#include "ui/layerribbon.h"
 #include "ui/mainwindow.h"
 #include "ui/numberspanel.h"
 #include "ui/plotwidget.h"
@@ -326,6 +327,30 @@ private Q_SLOTS:
             for (int x = 0; x < img.width(); x += 7)
                 colours.insert(img.pixel(x, y));
         QVERIFY2(colours.size() > 50, "the screenshot looks blank");
+    }
+
+    // The layer ribbon: one mark per layer, coloured by kind, the MTP layers apart.
+    void layerRibbonFollowsTheModel() {
+        MainWindow w(MainWindow::Options{false, false});
+        w.resize(1600, 1000);
+        w.show();
+        QVERIFY(w.loadModelRef(QStringLiteral("gemma-2-9b")));
+        w.renderNow();
+        const ModelSpec& g = w.state().model;
+        const auto& kinds = w.layerRibbon()->kinds();
+        QCOMPARE(static_cast<std::int64_t>(kinds.size()), g.layers.value);
+        QVERIFY(g.windowLayerCount() > 0); // Gemma-2 alternates sliding and full layers
+        QCOMPARE(
+            static_cast<std::int64_t>(std::count(kinds.begin(), kinds.end(), LayerKind::Sliding)),
+            g.windowLayerCount());
+        QVERIFY(std::count(kinds.begin(), kinds.end(), LayerKind::Full) > 0);
+        QVERIFY(w.loadModelRef(QStringLiteral("deepseek-v3")));
+        w.renderNow();
+        const auto& ds = w.layerRibbon()->kinds();
+        QCOMPARE(static_cast<std::int64_t>(ds.size()), w.state().model.layers.value);
+        QVERIFY(std::all_of(ds.begin(), ds.end(), [](LayerKind k) { return k == LayerKind::Mla; }));
+        QCOMPARE(w.layerRibbon()->mtpLayers(), w.state().model.mtpLayers.value);
+        QVERIFY(w.layerRibbon()->mtpLayers() >= 1); // num_nextn_predict_layers = 1
     }
 
     void fixtureLoads_data() {

@@ -4,6 +4,7 @@
 #include "core/presets.h"
 #include "ui/exporter.h"
 #include "ui/kvstripsview.h"
+#include "ui/layerribbon.h"
 #include "ui/numberspanel.h"
 #include "ui/rooflineplot.h"
 #include "ui/sidepanels.h"
@@ -141,6 +142,9 @@ void MainWindow::buildViews() {
     bh->addWidget(close);
     banner_->hide();
     cv->addWidget(banner_);
+    ribbon_ = new LayerRibbon(central);
+    ribbon_->setObjectName(QStringLiteral("layerRibbon"));
+    cv->addWidget(ribbon_);
     strips_ = new KvStripsView(central);
     strips_->setObjectName(QStringLiteral("stripsView"));
     strips_->setAnimated(options_.animate);
@@ -515,6 +519,8 @@ void MainWindow::refreshNow() {
     if (key != modelPanelKey_) {
         modelPanelKey_ = key;
         modelPanel_->setState(state_, report_);
+        ribbon_->setLayers(layerKindsFromModel(state_.model), state_.model.layerWindow,
+                           state_.model.mtpLayers.value);
     } else {
         modelPanel_->setWarnings(state_, report_);
     }

@@ -19,6 +19,7 @@ class QToolButton;
 namespace kvscope::ui {
 
 class KvStripsView;
+class LayerRibbon;
 class NumbersPanel;
 class RooflinePlot;
 class TpPlot;
@@ -57,6 +58,7 @@ public:
     NumbersPanel* numbersPanel() const { return numbers_; }
     ControlsPanel* controlsPanel() const { return controls_; }
     KvStripsView* stripsView() const { return strips_; }
+    LayerRibbon* layerRibbon() const { return ribbon_; }
 
     /// Runs a pending refresh now (tests, the benchmark, screenshots).
     void flushRefresh();
@@ -111,6 +113,7 @@ private:
     QWidget* banner_ = nullptr;
     QLabel* bannerLabel_ = nullptr;
     KvStripsView* strips_ = nullptr;
+    LayerRibbon* ribbon_ = nullptr;
     NumbersPanel* numbers_ = nullptr;
     RooflinePlot* roofline_ = nullptr;
     TpPlot* capacity_ = nullptr;
