@@ -4,16 +4,23 @@
 #include "core/format.h"
 #include "core/law.h"
 #include "core/presets.h"
+#include "ui/kvstripsview.h"
+#include "ui/layerribbon.h"
 #include "ui/mainwindow.h"
 #include "ui/numberspanel.h"
+#include "ui/plotwidget.h"
 #include "ui/startup.h"
 #include "ui/theme.h"
 #include "ui/viewmodel.h"
 
+#include <QApplication>
 #include <QDir>
 #include <QFile>
 #include <QImage>
 #include <QLabel>
+#include <QScopeGuard>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QSet>
 #include <QSlider>
 #include <QStandardPaths>
@@ -141,6 +148,209 @@ private Q_SLOTS:
         QCOMPARE(q(variantWithGroup(w.report().variant, 32, 8)), QStringLiteral("GQA-8 · g = 4"));
         QCOMPARE(q(variantWithGroup("MHA", 32, 32)), QStringLiteral("MHA"));
         QCOMPARE(q(variantWithGroup("MQA", 32, 1)), QStringLiteral("MQA"));
+    }
+
+    // Past the ranks that fit legibly, identical ranks collapse into a brace with a count, and
+    // hovering it still tells the exact bytes each of them holds.
+    void stripsCollapseIdenticalRanks_data() {
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<int>("kvHeads"); // 0: the model's own
+        QTest::addColumn<QString>("kind");
+        QTest::addColumn<QString>("holds");
+        QTest::newRow("deepseek-v3 mla tp128") << "deepseek-v3" << 0 << "identical ranks"
+                                               << "each holds the whole latent";
+        QTest::newRow("llama-3.1-405b mqa tp128") << "llama-3.1-405b" << 1 << "identical ranks"
+                                                  << "each holds KV head 0";
+        QTest::newRow("llama-3.1-405b gqa8 tp128") << "llama-3.1-405b" << 0 << "more ranks"
+                                                   << "each copied on 16 GPUs";
+    }
+    void stripsCollapseIdenticalRanks() {
+        QFETCH(QString, model);
+        QFETCH(int, kvHeads);
+        QFETCH(QString, kind);
+        QFETCH(QString, holds);
+        MainWindow w(MainWindow::Options{false, false});
+        w.resize(1920, 1080);
+        w.show();
+        QVERIFY(w.loadModelRef(model));
+        AppState s = w.state();
+        if (kvHeads > 0)
+            s.deployment.kvHeads = kvHeads;
+        s.deployment.tp = 128;
+        QString err;
+        QVERIFY2(w.applyState(s, &err), qPrintable(err));
+        w.renderNow();
+        KvStripsView* strips = w.stripsView();
+        const int drawn = 128 - strips->collapsedText().section(QLatin1Char(' '), 1, 1).toInt();
+        QVERIFY2(drawn >= 4 && drawn <= 8, qPrintable(strips->collapsedText()));
+        QVERIFY(strips->legibleRanks(strips->width()) <= 16);
+        QCOMPARE(strips->collapsedText(), QStringLiteral("× %1 %2").arg(128 - drawn).arg(kind));
+        // The brace's tooltip: what each collapsed GPU holds, to the byte.
+        QString tip;
+        for (int x = strips->width() - 40; x > 0 && tip.isEmpty(); x -= 10) {
+            const QString t = strips->toolTipAt(QPointF(x, strips->height() * 0.6));
+            if (t.contains(QStringLiteral("GPU %1 … 127").arg(drawn)))
+                tip = t;
+        }
+        QVERIFY2(tip.contains(holds), qPrintable(tip));
+        QVERIFY2(tip.contains(q(withCommas(w.report().stepKvBytesPerRank))), qPrintable(tip));
+        // At TP 8 every rank is drawn.
+        s.deployment.tp = 8;
+        QVERIFY(w.applyState(s));
+        w.renderNow();
+        QVERIFY(strips->collapsedText().isEmpty());
+    }
+
+    // No label of the roofline, capacity or intensity plot covers a plotted point, at the
+    // states a talk projects.
+    void plotLabelsLeavePointsVisible_data() {
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<int>("kvHeads");
+        QTest::addColumn<int>("tp");
+        QTest::addColumn<QSize>("size");
+        for (const QSize size : {QSize(1600, 1000), QSize(1920, 1080)}) {
+            const QString at = QStringLiteral(" %1x%2").arg(size.width()).arg(size.height());
+            QTest::newRow(qPrintable(QStringLiteral("default") + at))
+                << "llama-3-70b" << 0 << 8 << size;
+            QTest::newRow(qPrintable(QStringLiteral("deepseek-v3 tp16") + at))
+                << "deepseek-v3" << 0 << 16 << size;
+            QTest::newRow(qPrintable(QStringLiteral("deepseek-v3 tp128") + at))
+                << "deepseek-v3" << 0 << 128 << size;
+            QTest::newRow(qPrintable(QStringLiteral("llama-3.1-405b mqa tp128") + at))
+                << "llama-3.1-405b" << 1 << 128 << size;
+        }
+    }
+    void plotLabelsLeavePointsVisible() {
+        // The app's own font (app/gui/main.cpp): labels are measured as a talk sees them.
+        const QFont appFont = QApplication::font();
+        QFont f = appFont;
+        f.setPointSizeF(10.5);
+        QApplication::setFont(f);
+        const auto restore = qScopeGuard([&] { QApplication::setFont(appFont); });
+        QFETCH(QString, model);
+        QFETCH(int, kvHeads);
+        QFETCH(int, tp);
+        QFETCH(QSize, size);
+        MainWindow w(MainWindow::Options{false, false});
+        w.resize(size);
+        w.show();
+        QVERIFY(w.loadModelRef(model));
+        AppState s = w.state();
+        if (kvHeads > 0)
+            s.deployment.kvHeads = kvHeads;
+        s.deployment.tp = tp;
+        QVERIFY(w.applyState(s));
+        w.renderNow();
+        for (const char* name : {"roofline", "capacity", "intensity"}) {
+            auto* plot = qobject_cast<PlotWidget*>(w.viewWidget(QLatin1String(name)));
+            QVERIFY(plot);
+            const QRectF area = plot->axisRect()->rect();
+            const auto points = plot->pointPixels();
+            QVERIFY(!points.isEmpty());
+            const auto labels = plot->labelRects();
+            for (int i = 0; i < labels.size(); ++i)
+                for (int j = i + 1; j < labels.size(); ++j)
+                    QVERIFY2(!labels[i].adjusted(2, 2, -2, -2).intersects(labels[j]),
+                             qPrintable(QStringLiteral("%1: two labels overlap (%2,%3 %4x%5 and "
+                                                       "%6,%7 %8x%9)")
+                                            .arg(QLatin1String(name))
+                                            .arg(labels[i].x())
+                                            .arg(labels[i].y())
+                                            .arg(labels[i].width())
+                                            .arg(labels[i].height())
+                                            .arg(labels[j].x())
+                                            .arg(labels[j].y())
+                                            .arg(labels[j].width())
+                                            .arg(labels[j].height())));
+            for (const QRectF& label : labels) {
+                // Inside the plot: never clipped at its edge.
+                QVERIFY2(
+                    area.adjusted(-2, -2, 2, 2).contains(label),
+                    qPrintable(
+                        QStringLiteral("%1: a label runs off the axis").arg(QLatin1String(name))));
+                for (const QPointF& pt : points)
+                    QVERIFY2(!label.adjusted(2, 2, -2, -2).contains(pt),
+                             qPrintable(QStringLiteral("%1: a label covers the point at %2,%3")
+                                            .arg(QLatin1String(name))
+                                            .arg(pt.x())
+                                            .arg(pt.y())));
+            }
+        }
+    }
+
+    // The numbers panel shows everything at 1600×1000 without scrolling.
+    void numbersPanelFitsWithoutScrolling() {
+        for (const char* model : {"llama-3-70b", "deepseek-v3", "llama-3.1-405b"}) {
+            MainWindow w(MainWindow::Options{false, false});
+            w.resize(1600, 1000);
+            w.show();
+            QVERIFY(w.loadModelRef(QLatin1String(model)));
+            w.renderNow();
+            QScrollArea* scroll = nullptr;
+            for (QWidget* p = w.numbersPanel()->parentWidget(); p && !scroll; p = p->parentWidget())
+                scroll = qobject_cast<QScrollArea*>(p);
+            QVERIFY(scroll);
+            QCOMPARE(scroll->verticalScrollBar()->maximum(), 0);
+        }
+    }
+
+    // Screenshots of the states a speaker projects are real windows, light and dark.
+    void screenshotsAtTalkStatesNotBlank_data() {
+        QTest::addColumn<QStringList>("flags");
+        QTest::newRow("deepseek-v3 tp128 1920x1080") << QStringList{
+            QStringLiteral("--model"), QStringLiteral("deepseek-v3"), QStringLiteral("--tp"),
+            QStringLiteral("128"),     QStringLiteral("--size"),      QStringLiteral("1920x1080")};
+        QTest::newRow("llama-3.1-405b mqa tp128 dark")
+            << QStringList{QStringLiteral("--model"), QStringLiteral("llama-3.1-405b"),
+                           QStringLiteral("--tp"),    QStringLiteral("128"),
+                           QStringLiteral("--h-kv"),  QStringLiteral("1"),
+                           QStringLiteral("--theme"), QStringLiteral("dark")};
+        QTest::newRow("default dark 1920x1080")
+            << QStringList{QStringLiteral("--theme"), QStringLiteral("dark"),
+                           QStringLiteral("--size"), QStringLiteral("1920x1080")};
+    }
+    void screenshotsAtTalkStatesNotBlank() {
+        QFETCH(QStringList, flags);
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("k.png"));
+        StartupOptions o = parseStartup(
+            QStringList{QStringLiteral("kvscope"), QStringLiteral("--screenshot"), path} + flags);
+        QVERIFY2(o.error.isEmpty(), qPrintable(o.error));
+        if (o.theme)
+            applyTheme(*o.theme == QLatin1String("dark") ? ThemeMode::Dark : ThemeMode::Light);
+        QCOMPARE(runScreenshot(o), 0);
+        applyTheme(ThemeMode::Light);
+        const QImage img(path);
+        QCOMPARE(img.size(), o.size);
+        QSet<QRgb> colours;
+        for (int y = 0; y < img.height(); y += 7)
+            for (int x = 0; x < img.width(); x += 7)
+                colours.insert(img.pixel(x, y));
+        QVERIFY2(colours.size() > 50, "the screenshot looks blank");
+    }
+
+    // The layer ribbon: one mark per layer, coloured by kind, the MTP layers apart.
+    void layerRibbonFollowsTheModel() {
+        MainWindow w(MainWindow::Options{false, false});
+        w.resize(1600, 1000);
+        w.show();
+        QVERIFY(w.loadModelRef(QStringLiteral("gemma-2-9b")));
+        w.renderNow();
+        const ModelSpec& g = w.state().model;
+        const auto& kinds = w.layerRibbon()->kinds();
+        QCOMPARE(static_cast<std::int64_t>(kinds.size()), g.layers.value);
+        QVERIFY(g.windowLayerCount() > 0); // Gemma-2 alternates sliding and full layers
+        QCOMPARE(
+            static_cast<std::int64_t>(std::count(kinds.begin(), kinds.end(), LayerKind::Sliding)),
+            g.windowLayerCount());
+        QVERIFY(std::count(kinds.begin(), kinds.end(), LayerKind::Full) > 0);
+        QVERIFY(w.loadModelRef(QStringLiteral("deepseek-v3")));
+        w.renderNow();
+        const auto& ds = w.layerRibbon()->kinds();
+        QCOMPARE(static_cast<std::int64_t>(ds.size()), w.state().model.layers.value);
+        QVERIFY(std::all_of(ds.begin(), ds.end(), [](LayerKind k) { return k == LayerKind::Mla; }));
+        QCOMPARE(w.layerRibbon()->mtpLayers(), w.state().model.mtpLayers.value);
+        QVERIFY(w.layerRibbon()->mtpLayers() >= 1); // num_nextn_predict_layers = 1
     }
 
     void fixtureLoads_data() {

@@ -11,6 +11,7 @@
 #include "ui/rooflineplot.h"
 #include "ui/story.h"
 
+#include <QAction>
 #include <QDir>
 #include <QFile>
 #include <QImage>
@@ -434,6 +435,29 @@ private Q_SLOTS:
 
     /// The callout naming the current configuration never hides a plotted point: a CPU's
     /// measured points sit two decades under a GPU roof, where its default corner is.
+    /// F1 lists every shortcut of the window, generated from its actions: the features'
+    /// (measure, pin A, presentation, plan) as well as the controls'.
+    void shortcutListHasEveryAction() {
+        auto w = makeWindow();
+        QStringList keys;
+        for (const auto& [key, text] : w->shortcutList()) {
+            QVERIFY2(!text.isEmpty(), qPrintable(key));
+            keys << key.split(QStringLiteral(", "));
+        }
+        for (const QString& k :
+             {QStringLiteral("Ctrl+M"), QStringLiteral("A"), QStringLiteral("F5"),
+              QStringLiteral("Ctrl+Shift+P"), QStringLiteral("F1"), QStringLiteral("H"),
+              QStringLiteral("Esc"), QStringLiteral("L"), QStringLiteral("Ctrl+Shift+L")})
+            QVERIFY2(keys.contains(k), qPrintable(k + QStringLiteral(" is missing")));
+        // Every action with a shortcut anywhere in the window is listed.
+        int withKeys = 0;
+        for (QAction* a : w->findChildren<QAction*>())
+            if (!a->shortcuts().isEmpty() && !a->isSeparator())
+                for (const QKeySequence& k : a->shortcuts())
+                    withKeys += keys.contains(k.toString(QKeySequence::NativeText)) ? 0 : 1;
+        QCOMPARE(withKeys, 0);
+    }
+
     void calloutLeavesPointsVisible() {
         auto w = makeWindow();
         QVERIFY(w->loadModelRef(QStringLiteral("llama-3-8b")));

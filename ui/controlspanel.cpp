@@ -68,8 +68,12 @@ ControlsPanel::ControlsPanel(QWidget* parent) : QWidget(parent) {
     auto valueLabel = [this](const QString& name) {
         auto* l = new QLabel(this);
         l->setObjectName(name);
-        l->setMinimumWidth(96);
         l->setFont(scaledFont(font(), 1.05, true));
+        // A fixed size: a value changing on every slider step then never relayouts the dock
+        // (and with it the whole main window), only repaints the label.
+        l->setFixedSize(
+            QFontMetrics(l->font()).horizontalAdvance(QStringLiteral("GQA-128 · g = 99")),
+            QFontMetrics(l->font()).height() + 4);
         return l;
     };
     kvValue_ = valueLabel(QStringLiteral("kvHeadsValue"));

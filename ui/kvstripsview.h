@@ -28,6 +28,13 @@ public:
     QSize sizeHint() const override { return {900, 560}; }
     QSize minimumSizeHint() const override { return {420, 300}; }
 
+    /// Ranks drawn one by one before identical ones collapse into a brace (about 16 at 1080p).
+    int legibleRanks(double width) const;
+    /// The brace's count line ("× 120 identical ranks"), empty when every rank is drawn.
+    QString collapsedText() const;
+    /// The tooltip the view shows at `pos` (widget pixels), empty where there is nothing.
+    QString toolTipAt(const QPointF& pos) const;
+
 protected:
     void paintEvent(QPaintEvent*) override;
     void resizeEvent(QResizeEvent*) override;
@@ -37,21 +44,35 @@ protected:
 
 private:
     struct Item {
-        enum Kind { Query, Strip } kind = Strip;
+        enum Kind { Query, Strip, Bundle } kind = Strip;
         std::uint64_t key = 0;
-        std::uint64_t target = 0; ///< a query head's strip
+        std::uint64_t target = 0; ///< a query head's (or bundle's) strip
         QRectF rect;              ///< query: the dot's bounds; strip: the body below its cap
         QColor color;
         double alpha = 1.0;
         bool copy = false;
         int rank = 0;
-        QString label; ///< on the strip's cap
-        QString tip;
+        std::int64_t head = 0; ///< strip: its KV head (or copy); query: its index
+        std::int64_t copyNo = 0;
+        std::int64_t count = 1; ///< bundle: the query heads it stands for
+        QString label;          ///< on the strip's cap; a bundle's count
+    };
+    /// A rank's column, or the brace that stands for the identical ranks past the ones drawn.
+    struct Column {
+        double x = 0, w = 0;
+        int rank = 0;     ///< the rank drawn, or the brace's first rank
+        int lastRank = 0; ///< the brace's last rank (== rank for a drawn rank)
+        bool brace = false;
+        bool identical = false; ///< every collapsed rank holds the same data as the drawn ones
+        QString text, subText;  ///< the brace's "× 120 identical ranks", "each holds ..."
     };
     struct Frame {
         std::vector<Item> items;
+        std::vector<Column> columns;
         double scaleBytes = 1;
-        QRectF stripArea; ///< where strips grow (ruler range)
+        double stripLen = 0;      ///< every strip's length (one per-rank cell size)
+        double captionBottom = 0; ///< where the title and caption lines end
+        QRectF stripArea;         ///< where strips grow (ruler range)
     };
 
     Frame layout(const QSize& size, double scaleBytes) const;
@@ -59,6 +80,8 @@ private:
     void relayout(bool animate);
     void paintFrame(QPainter& p, const QSize& size, const Frame& frame,
                     const std::vector<Item>& items) const;
+    QString tipFor(const Item& it) const;
+    QString braceTip(const Column& c) const;
     const Item* itemAt(const QPointF& pos) const;
 
     kvscope::Report report_;
@@ -71,6 +94,7 @@ private:
     double t_ = 1.0;
     QVariantAnimation anim_;
     std::uint64_t hovered_ = ~0ull;
+    mutable QString captionTip_; ///< the full caption when the last paint elided part of it
 };
 
 } // namespace kvscope::ui

@@ -4,6 +4,7 @@
 #include "core/presets.h"
 #include "ui/exporter.h"
 #include "ui/kvstripsview.h"
+#include "ui/layerribbon.h"
 #include "ui/numberspanel.h"
 #include "ui/rooflineplot.h"
 #include "ui/sidepanels.h"
@@ -30,11 +31,13 @@
 #include <QMimeData>
 #include <QPushButton>
 #include <QScrollArea>
+#include <QSet>
 #include <QSettings>
 #include <QSlider>
 #include <QTableWidget>
 #include <QToolButton>
 #include <QVBoxLayout>
+#include <functional>
 
 namespace kvscope::ui {
 
@@ -140,6 +143,9 @@ void MainWindow::buildViews() {
     bh->addWidget(close);
     banner_->hide();
     cv->addWidget(banner_);
+    ribbon_ = new LayerRibbon(central);
+    ribbon_->setObjectName(QStringLiteral("layerRibbon"));
+    cv->addWidget(ribbon_);
     strips_ = new KvStripsView(central);
     strips_->setObjectName(QStringLiteral("stripsView"));
     strips_->setAnimated(options_.animate);
@@ -293,8 +299,6 @@ void MainWindow::buildMenus() {
     dark->setChecked(currentTheme() == ThemeMode::Dark);
     dark->setShortcut(QKeySequence(tr("Ctrl+Shift+L")));
     connect(dark, &QAction::toggled, this, &MainWindow::setTheme);
-    shortcutHelp_.append(
-        {dark->shortcut().toString(QKeySequence::NativeText), tr("Light / dark palette")});
 
     auto* measured = toolsMenu_->addAction(tr("Show &measured points"));
     measured->setCheckable(true);
@@ -312,14 +316,6 @@ void MainWindow::buildMenus() {
                               "visible: MHA → MQA → GQA → MLA.<br>Every number comes from "
                               "kvscope's core, the same arithmetic as <tt>kvscope-cli</tt>."));
     });
-
-    shortcutHelp_.prepend(
-        {open->shortcut().toString(QKeySequence::NativeText), tr("Open config.json")});
-    shortcutHelp_.append({exportWin->shortcut().toString(QKeySequence::NativeText),
-                          tr("Export the window (PNG, SVG, PDF)")});
-    shortcutHelp_.append({QStringLiteral("L"), tr("Measured points on the roofline")});
-    shortcutHelp_.append(
-        {shortcuts->shortcut().toString(QKeySequence::NativeText), tr("This list")});
 }
 
 void MainWindow::buildShortcuts() {
@@ -330,7 +326,6 @@ void MainWindow::buildShortcuts() {
         a->setShortcutContext(Qt::WindowShortcut);
         connect(a, &QAction::triggered, this, fn);
         addAction(a);
-        shortcutHelp_.append({key.toString(QKeySequence::NativeText), title});
     };
     auto stepper = [this](Control c, int d) { return [this, c, d] { controls_->step(c, d); }; };
     add(tr("Fewer KV heads (towards MQA, MLA)"), QKeySequence(Qt::Key_H),
@@ -360,7 +355,7 @@ void MainWindow::buildShortcuts() {
     add(tr("Next GPU preset"), QKeySequence(Qt::Key_G), [this] { stepGpuPreset(+1); });
     add(tr("Previous GPU preset"), QKeySequence(Qt::SHIFT | Qt::Key_G),
         [this] { stepGpuPreset(-1); });
-    auto* esc = new QAction(this);
+    auto* esc = new QAction(tr("Dismiss the banner"), this);
     esc->setShortcut(QKeySequence(Qt::Key_Escape));
     connect(esc, &QAction::triggered, this, &MainWindow::hideBanner);
     addAction(esc);
@@ -540,13 +535,16 @@ void MainWindow::refreshNow() {
         return;
     controls_->setState(state_);
     gpuPanel_->setState(state_);
-    // The geometry tree only changes with the model, its warnings or its weights.
-    QString key = q(state_.modelRef) + QString::number(report_.weightBytes);
-    for (const auto& w : report_.warnings)
-        key += q(w);
+    // The geometry tree only changes with the model or its weights; the warnings under it
+    // follow TP and h_kv and are set alone (rebuilding the tree repainted the dock per step).
+    const QString key = q(state_.modelRef) + QString::number(report_.weightBytes);
     if (key != modelPanelKey_) {
         modelPanelKey_ = key;
         modelPanel_->setState(state_, report_);
+        ribbon_->setLayers(layerKindsFromModel(state_.model), state_.model.layerWindow,
+                           state_.model.mtpLayers.value);
+    } else {
+        modelPanel_->setWarnings(state_, report_);
     }
     numbers_->setReport(report_, previous_);
     strips_->setReport(report_, modelTitle(state_));
@@ -646,19 +644,58 @@ void MainWindow::rebuildRecentMenu() {
     }
 }
 
+QList<QPair<QString, QString>> MainWindow::shortcutList() const {
+    QList<QPair<QString, QString>> out;
+    QSet<QString> seen;
+    std::function<void(const QList<QAction*>&)> collect = [&](const QList<QAction*>& actions) {
+        for (QAction* a : actions) {
+            if (a->menu())
+                collect(a->menu()->actions());
+            if (a->isSeparator() || a->shortcuts().isEmpty())
+                continue;
+            QStringList keys;
+            for (const QKeySequence& k : a->shortcuts())
+                keys << k.toString(QKeySequence::NativeText);
+            QString text = a->text();
+            text.remove(QLatin1Char('&'));
+            if (text.endsWith(QStringLiteral("…")))
+                text.chop(1);
+            if (text.isEmpty())
+                text = a->toolTip();
+            const QString key = keys.join(QStringLiteral(", "));
+            if (seen.contains(key + text))
+                continue;
+            seen.insert(key + text);
+            out.append({key, text});
+        }
+    };
+    for (QMenu* m : {fileMenu_, viewMenu_, toolsMenu_, helpMenu_})
+        if (m)
+            collect(m->actions());
+    for (QAction* a : menuBar()->actions()) // menus the features added
+        if (a->menu() && a->menu() != fileMenu_ && a->menu() != viewMenu_ &&
+            a->menu() != toolsMenu_ && a->menu() != helpMenu_)
+            collect(a->menu()->actions());
+    collect(actions());
+    return out;
+}
+
 void MainWindow::showShortcuts() {
+    // Generated from the window's actions when shown: whatever a feature installed is listed.
+    const QList<QPair<QString, QString>> list = shortcutList();
     QDialog dlg(this);
     dlg.setWindowTitle(tr("Keyboard shortcuts"));
     auto* v = new QVBoxLayout(&dlg);
-    auto* table = new QTableWidget(static_cast<int>(shortcutHelp_.size()), 2, &dlg);
+    auto* table = new QTableWidget(static_cast<int>(list.size()), 2, &dlg);
+    table->setObjectName(QStringLiteral("shortcutTable"));
     table->setHorizontalHeaderLabels({tr("Key"), tr("Action")});
     table->verticalHeader()->hide();
     table->setEditTriggers(QAbstractItemView::NoEditTriggers);
-    for (int i = 0; i < shortcutHelp_.size(); ++i) {
-        auto* k = new QTableWidgetItem(shortcutHelp_[i].first);
+    for (int i = 0; i < list.size(); ++i) {
+        auto* k = new QTableWidgetItem(list[i].first);
         k->setFont(scaledFont(font(), 1.0, true));
         table->setItem(i, 0, k);
-        table->setItem(i, 1, new QTableWidgetItem(shortcutHelp_[i].second));
+        table->setItem(i, 1, new QTableWidgetItem(list[i].second));
     }
     table->resizeColumnsToContents();
     table->horizontalHeader()->setStretchLastSection(true);

@@ -19,6 +19,7 @@ class QToolButton;
 namespace kvscope::ui {
 
 class KvStripsView;
+class LayerRibbon;
 class NumbersPanel;
 class RooflinePlot;
 class TpPlot;
@@ -58,6 +59,7 @@ public:
     NumbersPanel* numbersPanel() const { return numbers_; }
     ControlsPanel* controlsPanel() const { return controls_; }
     KvStripsView* stripsView() const { return strips_; }
+    LayerRibbon* layerRibbon() const { return ribbon_; }
 
     /// Runs a pending refresh now (tests, the benchmark, screenshots).
     void flushRefresh();
@@ -65,6 +67,9 @@ public:
     void setDragging(bool dragging);
     /// Refresh, replot every plot immediately and repaint the whole window synchronously.
     void renderNow();
+    /// Every shortcut of the window, generated from its actions (menus, submenus and the
+    /// window's own, features included): {"Ctrl+M", "Compare: pin A"}, in menu order.
+    QList<QPair<QString, QString>> shortcutList() const;
     /// Exports the window or one view by the file's suffix (.png, .svg, .pdf).
     bool exportWindow(const QString& path);
     bool exportView(const QString& name, const QString& path);
@@ -109,6 +114,7 @@ private:
     QWidget* banner_ = nullptr;
     QLabel* bannerLabel_ = nullptr;
     KvStripsView* strips_ = nullptr;
+    LayerRibbon* ribbon_ = nullptr;
     NumbersPanel* numbers_ = nullptr;
     RooflinePlot* roofline_ = nullptr;
     TpPlot* capacity_ = nullptr;
@@ -123,7 +129,6 @@ private:
     QMenu* helpMenu_ = nullptr;
     QMenu* recentMenu_ = nullptr;
     QStringList recent_;
-    QList<QPair<QString, QString>> shortcutHelp_;
 };
 
 } // namespace kvscope::ui

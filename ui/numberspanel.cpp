@@ -7,6 +7,7 @@
 #include <QFontDatabase>
 #include <QGridLayout>
 #include <QLabel>
+#include <QPainter>
 #include <QVBoxLayout>
 #include <cmath>
 
@@ -44,10 +45,98 @@ QString changeLine(double before, double now, const QString& fewer, const QStrin
 }
 } // namespace
 
+// A plain-text label that never wraps and never widens the panel (a line longer than the
+// label is elided, and then its tooltip carries the full text and the value's own tip).
+// Unlike QLabel, a new text that keeps the size hint only repaints: QLabel::setText always
+// asks the layout again, and a panel of values changing on every slider step relayouted
+// itself (and its scroll area) on every step.
+class FitLabel : public QWidget {
+public:
+    FitLabel(const QString& text, bool elastic, QWidget* parent)
+        : QWidget(parent), text_(text), elastic_(elastic) {
+        if (elastic)
+            setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+        else
+            setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Fixed);
+    }
+    const QString& text() const { return text_; }
+    void setText(const QString& text) {
+        if (text == text_)
+            return;
+        const QSize before = hint();
+        text_ = text;
+        elided_ = -1;
+        if (hint() != before)
+            updateGeometry();
+        update();
+    }
+    void setTip(const QString& tip) {
+        if (tip == tip_)
+            return;
+        tip_ = tip;
+        elided_ = -1;
+        update();
+    }
+    QSize sizeHint() const override {
+        QSize s = hint();
+        if (elastic_)
+            s.setWidth(std::min(s.width(), 60));
+        return s;
+    }
+    QSize minimumSizeHint() const override {
+        QSize s = hint();
+        if (elastic_)
+            s.setWidth(std::min(s.width(), 40));
+        return s;
+    }
+
+protected:
+    void changeEvent(QEvent* e) override {
+        QWidget::changeEvent(e);
+        if (e->type() == QEvent::FontChange) {
+            elided_ = -1;
+            updateGeometry();
+        }
+    }
+    void paintEvent(QPaintEvent*) override {
+        QPainter p(this);
+        p.setPen(palette().color(QPalette::WindowText));
+        const QFontMetrics fm(font());
+        int y = 0;
+        bool elided = false;
+        for (const QString& line : text_.split(QLatin1Char('\n'))) {
+            const QString e = fm.elidedText(line, Qt::ElideRight, width());
+            elided = elided || e != line;
+            p.drawText(QRect(0, y, width(), fm.height()), Qt::AlignLeft | Qt::AlignVCenter, e);
+            y += fm.lineSpacing();
+        }
+        if (static_cast<int>(elided) != elided_) {
+            elided_ = elided;
+            setToolTip(elided ? text_ + (tip_.isEmpty() ? QString() : QStringLiteral("\n\n") + tip_)
+                              : tip_);
+        }
+    }
+
+private:
+    QSize hint() const {
+        const QFontMetrics fm(font());
+        const QStringList lines = text_.split(QLatin1Char('\n'));
+        int w = 0;
+        for (const QString& l : lines)
+            w = std::max(w, fm.horizontalAdvance(l));
+        return {w + 2, fm.height() + fm.lineSpacing() * (static_cast<int>(lines.size()) - 1)};
+    }
+
+    QString text_;
+    bool elastic_;
+    QString tip_;
+    int elided_ = -1;
+};
+
 NumbersPanel::NumbersPanel(QWidget* parent) : QWidget(parent) {
     auto* v = new QVBoxLayout(this);
     v->setContentsMargins(14, 10, 14, 10);
-    v->setSpacing(6);
+    v->setSpacing(2); // fits 1600×1000 without scrolling
 
     QGridLayout* g = addSection(tr("KV cache per token"));
     addValue(g, 0, 0, QStringLiteral("cellModel"), tr("whole model"), 1.45);
@@ -78,9 +167,6 @@ NumbersPanel::NumbersPanel(QWidget* parent) : QWidget(parent) {
 
     g = addSection(tr("Change against the previous state"));
     addValue(g, 0, 0, QStringLiteral("delta"), QString(), 1.15, 2);
-    values_[QStringLiteral("delta")]->setWordWrap(true);
-    values_[QStringLiteral("delta")]->setTextFormat(Qt::RichText);
-    values_[QStringLiteral("poolBreakdown")]->setTextFormat(Qt::RichText);
     v->addStretch(1);
     restyle();
 }
@@ -89,7 +175,7 @@ QGridLayout* NumbersPanel::addSection(const QString& title) {
     auto* v = static_cast<QVBoxLayout*>(layout());
     auto* t = new QLabel(title.toUpper(), this);
     sectionTitles_.append(t);
-    v->addSpacing(4);
+    v->addSpacing(3);
     v->addWidget(t);
     auto* g = new QGridLayout;
     g->setHorizontalSpacing(18);
@@ -100,19 +186,18 @@ QGridLayout* NumbersPanel::addSection(const QString& title) {
     return g;
 }
 
-QLabel* NumbersPanel::addValue(QGridLayout* grid, int row, int col, const QString& key,
-                               const QString& caption, double fontFactor, int colSpan) {
+FitLabel* NumbersPanel::addValue(QGridLayout* grid, int row, int col, const QString& key,
+                                 const QString& caption, double fontFactor, int colSpan) {
     auto* box = new QVBoxLayout;
     box->setSpacing(0);
-    auto* value = new QLabel(QStringLiteral("—"), this);
+    // Values under 1x (the breakdown, vLLM's lines) and the change lines may be long.
+    const bool elastic = fontFactor < 1.0 || colSpan > 1;
+    auto* value = new FitLabel(QStringLiteral("—"), elastic, this);
     value->setObjectName(QStringLiteral("value.") + key);
-    value->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    value->setWordWrap(fontFactor < 1.0);
     scaled_.append({value, fontFactor});
     box->addWidget(value);
     if (!caption.isEmpty()) {
-        auto* c = new QLabel(caption, this);
-        c->setWordWrap(true);
+        auto* c = new FitLabel(caption, true, this);
         captions_.insert(key, c);
         box->addWidget(c);
     }
@@ -130,7 +215,7 @@ void NumbersPanel::restyle() {
         p.setColor(QPalette::WindowText, muted);
         t->setPalette(p);
     }
-    for (QLabel* c : captions_) {
+    for (FitLabel* c : captions_) {
         c->setFont(scaledFont(base, 0.9));
         QPalette p = c->palette();
         p.setColor(QPalette::WindowText, muted);
@@ -143,7 +228,7 @@ void NumbersPanel::restyle() {
     }
     const bool dk = isDark(this);
     for (const char* key : {"cellRank", "concurrency"}) {
-        QLabel* l = values_.value(QLatin1String(key));
+        FitLabel* l = values_.value(QLatin1String(key));
         QPalette p = l->palette();
         p.setColor(QPalette::WindowText, accentColor(dk));
         l->setPalette(p);
@@ -157,16 +242,16 @@ void NumbersPanel::changeEvent(QEvent* e) {
 }
 
 QString NumbersPanel::valueText(const QString& key) const {
-    const QLabel* l = values_.value(key);
+    const FitLabel* l = values_.value(key);
     return l ? l->text() : QString();
 }
 
 void NumbersPanel::setReport(const Report& r, const std::optional<Report>& previous) {
     auto set = [this](const char* key, const QString& text, const QString& tip = {}) {
-        QLabel* l = values_.value(QLatin1String(key));
+        FitLabel* l = values_.value(QLatin1String(key));
         if (l->text() != text)
             l->setText(text);
-        l->setToolTip(tip);
+        l->setTip(tip);
     };
     set("cellModel", bytes(r.cellBytesPerToken),
         tr("%1 B per token, all layers, all KV heads").arg(q(withCommas(r.cellBytesPerToken))));
@@ -175,7 +260,7 @@ void NumbersPanel::setReport(const Report& r, const std::optional<Report>& previ
             .arg(q(withCommas(r.cellBytesPerTokenPerRank)))
             .arg(r.kvHeadsPerRank));
     captions_.value(QStringLiteral("requestModel"))
-        ->setText(tr("whole model at %1 tokens").arg(q(withCommas(r.context))));
+        ->setText(tr("whole model, S = %1").arg(q(withCommas(r.context))));
     set("requestModel", bytes(r.requestBytes), tr("%1 B").arg(q(withCommas(r.requestBytes))));
     set("requestRank", bytes(r.requestBytesPerRank),
         tr("%1 B on each GPU").arg(q(withCommas(r.requestBytesPerRank))));
@@ -183,7 +268,7 @@ void NumbersPanel::setReport(const Report& r, const std::optional<Report>& previ
     const PoolBreakdown& p = r.pool;
     set("pool", p.poolBytes > 0 ? gib(p.poolBytes) : tr("nothing fits"),
         tr("%1 B per GPU").arg(q(withCommas(p.poolBytes))));
-    QLabel* poolLabel = values_.value(QStringLiteral("pool"));
+    FitLabel* poolLabel = values_.value(QStringLiteral("pool"));
     QPalette pp = palette();
     if (!r.fits)
         pp.setColor(QPalette::WindowText, errorColor(isDark(this)));
@@ -192,23 +277,27 @@ void NumbersPanel::setReport(const Report& r, const std::optional<Report>& previ
     if (p.overridden) {
         breakdown = tr("fixed by hand");
     } else {
-        breakdown = tr("%1 × %2 (%3) = %4")
-                        .arg(q(fixed(p.util, 2)), gib(p.capacityBytes), q(p.capacitySource),
-                             gib(p.budgetBytes));
-        breakdown += tr("<br>− weights / TP %1").arg(gib(p.weightBytes));
-        if (p.model == PoolModel::Vllm) {
-            breakdown += tr("<br>− activation peak %1").arg(gib(p.activationPeakBytes));
+        auto num = [](std::int64_t b) {
+            return q(fixed(static_cast<double>(b) / (1024.0 * 1024.0 * 1024.0), 2));
+        };
+        breakdown = tr("%1 × %2 = %3\n(%4)")
+                        .arg(q(fixed(p.util, 2)), gib(p.capacityBytes), gib(p.budgetBytes),
+                             q(p.capacitySource));
+        if (p.model == PoolModel::Vllm)
             breakdown +=
-                tr("<br>− non-torch %1 (CUDA graphs %2, NCCL %3, all-reduce %4, "
-                   "context %5)")
-                    .arg(gib(p.nonTorchBytes()), bytes(p.cudaGraphBytes), bytes(p.ncclBytes),
-                         bytes(p.customAllReduceBytes), bytes(p.cudaContextBytes));
-        }
+                tr("\n− weights/TP %1 − activations %2 − non-torch %3 GiB")
+                    .arg(num(p.weightBytes), num(p.activationPeakBytes), num(p.nonTorchBytes()));
+        else
+            breakdown += tr("\n− weights / TP %1").arg(gib(p.weightBytes));
     }
+    QString breakdownTip;
+    if (p.model == PoolModel::Vllm && !p.overridden)
+        breakdownTip = tr("non-torch: CUDA graphs %1, NCCL %2, all-reduce %3, CUDA context %4")
+                           .arg(bytes(p.cudaGraphBytes), bytes(p.ncclBytes),
+                                bytes(p.customAllReduceBytes), bytes(p.cudaContextBytes));
     if (!r.fits && !r.noFitReason.empty())
-        breakdown = QStringLiteral("<b>") + q(r.noFitReason).toHtmlEscaped() +
-                    QStringLiteral("</b><br>") + breakdown;
-    set("poolBreakdown", breakdown);
+        breakdown = q(r.noFitReason) + QLatin1Char('\n') + breakdown;
+    set("poolBreakdown", breakdown, breakdownTip);
 
     set("tokens", q(withCommas(r.tokensCapacity)),
         tr("pool / per-GPU cell%1").arg(r.dcp > 1 ? tr(" × DCP %1").arg(r.dcp) : QString()));
@@ -251,7 +340,7 @@ void NumbersPanel::setReport(const Report& r, const std::optional<Report>& previ
             if (!l.isEmpty())
                 lines.append(l);
     }
-    set("delta", lines.isEmpty() ? QStringLiteral("—") : lines.join(QStringLiteral("<br>")));
+    set("delta", lines.isEmpty() ? QStringLiteral("—") : lines.join(QLatin1Char('\n')));
 }
 
 } // namespace kvscope::ui

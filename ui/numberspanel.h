@@ -14,6 +14,8 @@ class QGridLayout;
 
 namespace kvscope::ui {
 
+class FitLabel;
+
 class NumbersPanel : public QWidget {
     Q_OBJECT
 public:
@@ -29,15 +31,15 @@ protected:
     void changeEvent(QEvent* e) override;
 
 private:
-    QLabel* addValue(QGridLayout* grid, int row, int col, const QString& key,
-                     const QString& caption, double fontFactor, int colSpan = 1);
+    FitLabel* addValue(QGridLayout* grid, int row, int col, const QString& key,
+                       const QString& caption, double fontFactor, int colSpan = 1);
     QGridLayout* addSection(const QString& title);
     void restyle();
 
-    QHash<QString, QLabel*> values_;
-    QHash<QString, QLabel*> captions_;
+    QHash<QString, FitLabel*> values_;
+    QHash<QString, FitLabel*> captions_;
     QList<QLabel*> sectionTitles_;
-    QList<QPair<QLabel*, double>> scaled_;
+    QList<QPair<FitLabel*, double>> scaled_;
 };
 
 } // namespace kvscope::ui

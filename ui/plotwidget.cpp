@@ -2,6 +2,8 @@
 
 #include "ui/theme.h"
 
+#include <algorithm>
+
 #if KVSCOPE_HAVE_SVG
 #include <QSvgGenerator>
 #endif
@@ -12,6 +14,9 @@ PlotWidget::PlotWidget(QWidget* parent) : QCustomPlot(parent) {
     setNoAntialiasingOnDrag(false);
     setAntialiasedElements(QCP::aeAll);
     setPlottingHint(QCP::phCacheLabels, true);
+    // QCustomPlot repaints synchronously after each replot by default: three plots meant three
+    // flushes of the window per slider step. update() folds them into the one paint pass.
+    setPlottingHint(QCP::phImmediateRefresh, false);
     setMinimumSize(320, 220);
     // Legend in its own row under the axis rect: it can never cover a point.
     bottomLegend_ = legend;
@@ -26,6 +31,104 @@ PlotWidget::PlotWidget(QWidget* parent) : QCustomPlot(parent) {
     bottomLegend_->setBorderPen(Qt::NoPen);
     bottomLegend_->setBrush(Qt::NoBrush);
     sub->setMargins(QMargins(0, 0, 0, 4));
+    connect(this, &QCustomPlot::afterLayout, this, &PlotWidget::placeFloating);
+}
+
+QRectF PlotWidget::itemRect(const QCPItemText* t) {
+    const QPointF c[4] = {t->topLeft->pixelPosition(), t->topRight->pixelPosition(),
+                          t->bottomLeft->pixelPosition(), t->bottomRight->pixelPosition()};
+    double x0 = c[0].x(), x1 = x0, y0 = c[0].y(), y1 = y0;
+    for (const QPointF& p : c) {
+        x0 = std::min(x0, p.x()), x1 = std::max(x1, p.x());
+        y0 = std::min(y0, p.y()), y1 = std::max(y1, p.y());
+    }
+    return QRectF(QPointF(x0, y0), QPointF(x1, y1));
+}
+
+QVector<QRectF> PlotWidget::labelRects() const {
+    QVector<QRectF> out;
+    for (int i = 0; i < itemCount(); ++i)
+        if (auto* t = qobject_cast<QCPItemText*>(item(i)); t && t->visible())
+            out.append(itemRect(t));
+    return out;
+}
+
+QVector<QPointF> PlotWidget::pointPixels() const {
+    QVector<QPointF> out;
+    for (int i = 0; i < graphCount(); ++i) {
+        QCPGraph* g = graph(i);
+        if (g->scatterStyle().isNone() || !g->visible())
+            continue;
+        for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it)
+            out.append(
+                {g->keyAxis()->coordToPixel(it->key), g->valueAxis()->coordToPixel(it->value)});
+    }
+    return out;
+}
+
+void PlotWidget::addFloating(QCPItemText* label, std::vector<Spot> spots) {
+    if (label && !spots.empty())
+        floating_.push_back({label, std::move(spots)});
+}
+
+void PlotWidget::placeFloating() {
+    floating_.erase(std::remove_if(floating_.begin(), floating_.end(),
+                                   [](const auto& f) { return f.first.isNull(); }),
+                    floating_.end());
+    if (floating_.empty())
+        return;
+    const QRectF ar = axisRect()->rect();
+    const QVector<QPointF> points = pointPixels();
+    QVector<QRectF> taken;
+    for (int i = 0; i < itemCount(); ++i) {
+        auto* t = qobject_cast<QCPItemText*>(item(i));
+        if (!t || !t->visible() ||
+            std::any_of(floating_.begin(), floating_.end(),
+                        [t](const auto& f) { return f.first == t; }))
+            continue;
+        taken.append(itemRect(t));
+    }
+    for (auto& [label, spots] : floating_) {
+        const QMargins pad = label->padding();
+        const QRect tb = QFontMetrics(label->font())
+                             .boundingRect(QRect(), label->textAlignment(), label->text());
+        const QSizeF box(tb.width() + pad.left() + pad.right(),
+                         tb.height() + pad.top() + pad.bottom());
+        const Spot* best = &spots.front();
+        int bestCost = -1;
+        for (const Spot& s : spots) {
+            const QPointF a(xAxis->coordToPixel(s.x), yAxis->coordToPixel(s.y));
+            QRectF r;
+            if (label->rotation() == -90) {
+                // Vertical text, read bottom to top: AlignLeft rises from the anchor,
+                // AlignRight hangs below it.
+                const double up = s.align & Qt::AlignRight ? 0 : box.width();
+                r = QRectF(a.x() - box.height() / 2, a.y() - up, box.height(), box.width());
+            } else {
+                const double x = s.align & Qt::AlignRight     ? a.x() - box.width()
+                                 : s.align & Qt::AlignHCenter ? a.x() - box.width() / 2
+                                                              : a.x();
+                const double y = s.align & Qt::AlignBottom    ? a.y() - box.height()
+                                 : s.align & Qt::AlignVCenter ? a.y() - box.height() / 2
+                                                              : a.y();
+                r = QRectF(QPointF(x, y), box);
+            }
+            int cost = ar.contains(r) ? 0 : 100;
+            for (const QPointF& pt : points)
+                cost += r.adjusted(-7, -7, 7, 7).contains(pt) ? 10 : 0;
+            for (const QRectF& l : taken)
+                cost += r.intersects(l) ? 3 : 0;
+            if (bestCost < 0 || cost < bestCost) {
+                bestCost = cost;
+                best = &s;
+            }
+            if (cost == 0)
+                break;
+        }
+        label->position->setCoords(best->x, best->y);
+        label->setPositionAlignment(best->align);
+        taken.append(itemRect(label));
+    }
 }
 
 void PlotWidget::setDragging(bool dragging) {

@@ -5,7 +5,9 @@
 
 #include "ui/qcp.h"
 
+#include <QPointer>
 #include <QString>
+#include <vector>
 
 namespace kvscope::ui {
 
@@ -22,6 +24,11 @@ public:
     /// the plot replots once more at full quality.
     void setDragging(bool dragging);
 
+    /// Every text item's box in widget pixels (rotated labels included) and every plotted
+    /// point (graphs drawn with a scatter) in widget pixels: what the tests check for overlap.
+    QVector<QRectF> labelRects() const;
+    QVector<QPointF> pointPixels() const;
+
 protected:
     void changeEvent(QEvent* e) override;
     /// Rebuilds the plot's items and graphs in the current palette's colours.
@@ -36,7 +43,19 @@ protected:
     QCPItemText* addLabel(double x, double y, const QString& text, Qt::Alignment align,
                           const QColor& color, double fontFactor = 1.0, bool bold = false);
 
+    /// A label that may sit at any of `spots` (plot coordinates with an alignment, in order of
+    /// preference): after each layout it takes the first that stays inside the axis rect and
+    /// covers no point and no other label (else the one that covers least).
+    struct Spot {
+        double x, y;
+        Qt::Alignment align;
+    };
+    void addFloating(QCPItemText* label, std::vector<Spot> spots);
+    void placeFloating();
+    static QRectF itemRect(const QCPItemText* t);
+
     QCPLegend* bottomLegend_ = nullptr;
+    std::vector<std::pair<QPointer<QCPItemText>, std::vector<Spot>>> floating_;
 };
 
 } // namespace kvscope::ui

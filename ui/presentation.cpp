@@ -12,6 +12,7 @@
 #include <QLabel>
 #include <QMenu>
 #include <QPainter>
+#include <QScreen>
 #include <QScrollArea>
 
 namespace kvscope::ui {
@@ -138,6 +139,16 @@ void PresentationController::setActive(bool on, bool fullScreen) {
         for (const char* name : {"controlsDock", "modelDock", "gpuDock"})
             if (auto* d = w_.findChild<QDockWidget*>(QLatin1String(name)))
                 d->hide();
+        // The plots get half the height (they read from the back of a hall at 1080p: about
+        // 500 px tall instead of 400), the strips the other half.
+        QList<QDockWidget*> bottom;
+        for (QDockWidget* d : w_.findChildren<QDockWidget*>())
+            if (w_.dockWidgetArea(d) == Qt::BottomDockWidgetArea && !d->isHidden())
+                bottom << d;
+        if (!bottom.isEmpty()) {
+            const int h = (fullScreen && w_.screen() ? w_.screen()->size().height() : w_.height());
+            w_.resizeDocks({bottom.front()}, {h / 2}, Qt::Vertical);
+        }
         for (auto* plot : w_.findChildren<QCustomPlot*>()) {
             connect(plot, &QCustomPlot::beforeReplot, this, &PresentationController::thicken,
                     Qt::UniqueConnection);

@@ -180,6 +180,7 @@ void RooflinePlot::fitCallout() {
 void RooflinePlot::rebuild() {
     clearGraphs();
     clearItems();
+    floating_.clear();
     styleAxes();
     if (!hasData_ || data_.bandwidthBytesPerS <= 0 || data_.peakBf16FlopPerS <= 0)
         return;
@@ -218,13 +219,21 @@ void RooflinePlot::rebuild() {
     roof->setPen(QPen(ink, 2.5));
     roof->setAntialiased(true);
 
-    addLabel(x1 / 1.1, peak / 1.12, tr("bf16 tensor %1").arg(q(humanFlops(peak))),
-             Qt::AlignRight | Qt::AlignTop, ink, 0.95);
+    addFloating(addLabel(x1 / 1.1, peak / 1.12, tr("bf16 tensor %1").arg(q(humanFlops(peak))),
+                         Qt::AlignRight | Qt::AlignTop, ink, 0.95),
+                {{x1 / 1.1, peak / 1.12, Qt::AlignRight | Qt::AlignTop},
+                 {x1 / 1.1, peak * 1.12, Qt::AlignRight | Qt::AlignBottom}});
     {
-        // The slope's label sits along its lower-left stretch.
-        const double xs = x0 * 1.6;
-        addLabel(xs, bw * xs / 1.8, tr("HBM %1").arg(q(humanBandwidth(bw))),
-                 Qt::AlignLeft | Qt::AlignTop, ink, 0.95);
+        // The slope's label sits along its lower-left stretch, further along (or above the
+        // slope) when a variant's point is there.
+        std::vector<Spot> spots;
+        for (const double k : {1.6, 4.0, 10.0, 0.6})
+            spots.push_back(
+                k >= 1 ? Spot{x0 * k, bw * x0 * k / 1.8, Qt::AlignLeft | Qt::AlignTop}
+                       : Spot{x0 * 4, bw * x0 * 4 * 1.8, Qt::AlignRight | Qt::AlignBottom});
+        addFloating(addLabel(x0 * 1.6, bw * x0 * 1.6 / 1.8, tr("HBM %1").arg(q(humanBandwidth(bw))),
+                             Qt::AlignLeft | Qt::AlignTop, ink, 0.95),
+                    spots);
     }
     if (data_.peakFp32FlopPerS > 0) {
         const double r32 = data_.peakFp32FlopPerS / bw;
@@ -302,6 +311,11 @@ void RooflinePlot::rebuild() {
         auto* t = addLabel(v->intensityFlopPerByte, v->attainableFlopPerS * 1.5, text,
                            Qt::AlignLeft | Qt::AlignVCenter, v->mla ? mColor : vColor, 0.95, true);
         t->setRotation(-90);
+        // Rising from the point, or hanging below it when the top of the plot is too close.
+        addFloating(t, {{v->intensityFlopPerByte, v->attainableFlopPerS * 1.5,
+                         Qt::AlignLeft | Qt::AlignVCenter},
+                        {v->intensityFlopPerByte, v->attainableFlopPerS / 1.5,
+                         Qt::AlignRight | Qt::AlignVCenter}});
     }
     if (!anyMla)
         removeGraph(mlaGraph);
@@ -329,7 +343,13 @@ void RooflinePlot::rebuild() {
         calloutTexts_ = QStringList{text};
         if (!sameAsCurrent.isEmpty()) {
             // Preferred on one line; wrapped (narrower) when a narrow dock has no free corner.
-            const QString same = sameAsCurrent.join(QStringLiteral(", "));
+            // Past three names, the first and the last and how many (at TP 128 every variant of
+            // a 128-head model coincides: the list ran off the plot).
+            const QString same = sameAsCurrent.size() > 3
+                                     ? tr("%1 … %2 (%3 variants)")
+                                           .arg(sameAsCurrent.front(), sameAsCurrent.back())
+                                           .arg(sameAsCurrent.size())
+                                     : sameAsCurrent.join(QStringLiteral(", "));
             calloutTexts_ = QStringList{text + tr("\nsame per GPU: %1").arg(same),
                                         text + tr("\nsame per GPU:\n%1").arg(same)};
         }

@@ -13,6 +13,7 @@
 #include <QLabel>
 #include <QMenu>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSignalBlocker>
 #include <QSpinBox>
 #include <QToolButton>
@@ -53,18 +54,34 @@ ModelPanel::ModelPanel(QWidget* parent) : QWidget(parent) {
     geometry_->setHeaderLabels({tr("Quantity"), tr("Value"), tr("From")});
     geometry_->setRootIsDecorated(false);
     geometry_->setAlternatingRowColors(true);
-    geometry_->setUniformRowHeights(true);
     geometry_->header()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
     geometry_->header()->setSectionResizeMode(1, QHeaderView::ResizeToContents);
     geometry_->header()->setStretchLastSection(true);
-    geometry_->setTextElideMode(Qt::ElideMiddle);
+    // The provenance ("fallback: hidden_size / num_attention_heads") wraps onto a second line
+    // in a smaller font instead of being cut in the middle; its tooltip says it again.
+    geometry_->setWordWrap(true);
+    geometry_->setUniformRowHeights(false);
+    geometry_->setTextElideMode(Qt::ElideRight);
+    geometry_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     v->addWidget(geometry_, 1);
 
-    warnings_ = new QLabel(this);
+    // The warnings follow TP and h_kv. In a fixed-height scroll area their changing height
+    // stays inside it: a bare label relayouted the dock, and with it the whole main window,
+    // on every slider step that changed a warning.
+    warningsArea_ = new QScrollArea(this);
+    warningsArea_->setFrameShape(QFrame::NoFrame);
+    warningsArea_->setWidgetResizable(true);
+    warningsArea_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    warnings_ = new QLabel;
     warnings_->setObjectName(QStringLiteral("modelWarnings"));
     warnings_->setWordWrap(true);
-    warnings_->setTextFormat(Qt::RichText);
-    v->addWidget(warnings_);
+    // Plain text in the warning colour: rich text lays out through a QTextDocument at several
+    // widths on every change, plain text through the font metrics.
+    warnings_->setTextFormat(Qt::PlainText);
+    warnings_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
+    warningsArea_->setWidget(warnings_);
+    warningsArea_->setFixedHeight(QFontMetrics(font()).lineSpacing() * 6 + 4);
+    v->addWidget(warningsArea_);
 
     connect(presets_, &QComboBox::activated, this,
             [this](int i) { Q_EMIT modelRequested(presets_->itemData(i).toString()); });
@@ -98,8 +115,12 @@ void ModelPanel::setState(const AppState& s, const Report& r) {
     const ModelSpec& m = s.model;
     geometry_->clear();
     auto add = [this](const QString& name, const QString& value, const std::string& source) {
-        auto* it = new QTreeWidgetItem(geometry_, {name, value, q(source)});
+        // Spaces after '_' and '/' let a long key wrap ("num_attention_" / "heads").
+        QString shown = q(source);
+        shown.replace(QLatin1Char('_'), QStringLiteral("_\u200b"));
+        auto* it = new QTreeWidgetItem(geometry_, {name, value, shown});
         it->setToolTip(2, q(source));
+        it->setFont(2, scaledFont(geometry_->font(), 0.88));
         it->setTextAlignment(1, Qt::AlignRight | Qt::AlignVCenter);
     };
     auto num = [](std::int64_t v) { return q(withCommas(v)); };
@@ -125,24 +146,32 @@ void ModelPanel::setState(const AppState& s, const Report& r) {
     }
     add(tr("vocab"), num(m.vocab.value), m.vocab.source);
     add(tr("parameters"), q(humanCount(static_cast<double>(r.params.total()))),
-        "counted from the config");
+        "counted from config");
     add(tr("weights"), q(humanBytes(static_cast<double>(r.weightBytes))), toString(r.weightDtype));
 
+    setWarnings(s, r);
+}
+
+void ModelPanel::setWarnings(const AppState& s, const Report& r) {
+    const ModelSpec& m = s.model;
     QStringList w;
     for (const auto& x : m.warnings)
-        w << q(x).toHtmlEscaped();
+        w << q(x);
     for (const auto& x : r.warnings)
         if (std::find(m.warnings.begin(), m.warnings.end(), x) == m.warnings.end())
-            w << q(x).toHtmlEscaped();
+            w << q(x);
     if (w.isEmpty()) {
         warnings_->clear();
-        warnings_->hide();
-    } else {
-        warnings_->setText(
-            QStringLiteral("<span style='color:%1'>⚠ %2</span>")
-                .arg(warningColor(isDark(this)).name(), w.join(QStringLiteral("<br>⚠ "))));
-        warnings_->show();
+        warningsArea_->hide();
+        return;
     }
+    QPalette pal = warnings_->palette();
+    pal.setColor(QPalette::WindowText, warningColor(isDark(this)));
+    warnings_->setPalette(pal);
+    const QString text = QStringLiteral("⚠ ") + w.join(QStringLiteral("\n⚠ "));
+    if (text != warnings_->text())
+        warnings_->setText(text);
+    warningsArea_->show();
 }
 
 GpuPanel::GpuPanel(QWidget* parent) : QWidget(parent) {

@@ -11,6 +11,7 @@ class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
 class QPushButton;
+class QScrollArea;
 class QSpinBox;
 class QToolButton;
 class QTreeWidget;
@@ -22,6 +23,8 @@ class ModelPanel : public QWidget {
 public:
     explicit ModelPanel(QWidget* parent = nullptr);
     void setState(const AppState& s, const kvscope::Report& r);
+    /// The warnings under the tree only (they follow TP and h_kv; the tree does not).
+    void setWarnings(const AppState& s, const kvscope::Report& r);
     /// The "Recent" button's menu (owned by the main window).
     void setRecentMenu(QMenu* menu);
     QComboBox* presetCombo() const { return presets_; }
@@ -36,6 +39,7 @@ private:
     QToolButton* recent_;
     QTreeWidget* geometry_;
     QLabel* warnings_;
+    QScrollArea* warningsArea_ = nullptr;
     QString currentRef_;
 };
 

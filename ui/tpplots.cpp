@@ -30,9 +30,36 @@ TpPlot::TpPlot(Kind kind, QWidget* parent) : PlotWidget(parent), kind_(kind) {
     rebuild();
 }
 
+std::vector<double> TpPlot::shown(const TpData& d) const {
+    // Everything this plot draws, and nothing else: a context step moves the concurrency but
+    // not the tokens or the intensity, and then the plot is left as it is.
+    const bool cap = kind_ == Kind::Capacity;
+    std::vector<double> v{static_cast<double>(d.currentTp), cap ? d.poolGiBPerRank : 0,
+                          cap ? d.crossoverTp.value_or(-1) : 0, cap ? 0 : d.ridgeFlopPerByte,
+                          static_cast<double>(d.counterpart.has_value())};
+    auto add = [&](const TpSeries& s) {
+        v.push_back(static_cast<double>(s.kvHeads));
+        v.push_back(static_cast<double>(s.mla));
+        for (const auto& p : s.points) {
+            v.push_back(static_cast<double>(p.tp));
+            v.push_back(valueOf(p));
+        }
+    };
+    add(d.primary);
+    if (d.counterpart)
+        add(*d.counterpart);
+    return v;
+}
+
 void TpPlot::setData(const TpData& data) {
-    if (hasData_ && data == data_)
-        return; // nothing moved (a context or batch step leaves this plot as it is)
+    if (hasData_ && data.primary.label == data_.primary.label &&
+        (data.counterpart ? data.counterpart->label : std::string()) ==
+            (data_.counterpart ? data_.counterpart->label : std::string()) &&
+        (kind_ != Kind::Capacity || data.crossoverText == data_.crossoverText) &&
+        shown(data) == shown(data_)) {
+        data_ = data; // the tooltips' other numbers follow
+        return;
+    }
     data_ = data;
     hasData_ = true;
     rebuild();
@@ -54,6 +81,7 @@ double TpPlot::valueOf(const TpPoint& p) const {
 void TpPlot::rebuild() {
     clearGraphs();
     clearItems();
+    floating_.clear();
     styleAxes();
     if (title_) {
         title_->setTextColor(mutedColor());
@@ -74,6 +102,9 @@ void TpPlot::rebuild() {
     if (!hasData_ || data_.primary.points.empty())
         return;
     const bool dk = dark();
+    // Labels that move to wherever they cover no point and are not clipped (placeFloating).
+    QCPItemText* replicate = nullptr;
+    std::vector<Spot> replicateSpots;
 
     double maxTp = 1, lo = 1e300, hi = 0;
     auto scan = [&](const TpSeries& s) {
@@ -112,10 +143,17 @@ void TpPlot::rebuild() {
         r->setPen(Qt::NoPen);
         r->setBrush(shade);
         r->setLayer(QStringLiteral("grid"));
-        addLabel(xAxis->range().upper / 1.05, yAxis->range().lower * 1.2,
-                 tr("KV heads replicate\n(TP > %1)").arg(gqa->kvHeads),
-                 Qt::AlignRight | Qt::AlignBottom, warningColor(dk), 0.95, true)
-            ->setTextAlignment(Qt::AlignRight);
+        replicate = addLabel(xAxis->range().upper / 1.05, yAxis->range().lower * 1.2,
+                             tr("KV heads replicate\n(TP > %1)").arg(gqa->kvHeads),
+                             Qt::AlignRight | Qt::AlignBottom, warningColor(dk), 0.95, true);
+        replicate->setTextAlignment(Qt::AlignRight);
+        const double xr = xAxis->range().upper / 1.05, yb = yAxis->range().lower * 1.2;
+        const double yt = yAxis->range().upper / 1.2;
+        replicateSpots = {
+            {xr, yb, Qt::AlignRight | Qt::AlignBottom},
+            {static_cast<double>(gqa->kvHeads) * 1.05, yb, Qt::AlignLeft | Qt::AlignBottom},
+            {xr, yt, Qt::AlignRight | Qt::AlignTop},
+            {static_cast<double>(gqa->kvHeads) * 1.05, yt, Qt::AlignLeft | Qt::AlignTop}};
     }
 
     auto addSeries = [&](const TpSeries& s, const QColor& c, bool dashed) {
@@ -139,9 +177,14 @@ void TpPlot::rebuild() {
         ridge->point1->setCoords(1, data_.ridgeFlopPerByte);
         ridge->point2->setCoords(2, data_.ridgeFlopPerByte);
         ridge->setPen(QPen(mutedColor(), 1.5, Qt::DotLine));
-        addLabel(0.85, data_.ridgeFlopPerByte * 1.08,
-                 tr("ridge %1 FLOP/B").arg(q(fixed(data_.ridgeFlopPerByte, 0))),
-                 Qt::AlignLeft | Qt::AlignBottom, mutedColor(), 0.95);
+        auto* rl = addLabel(0.85, data_.ridgeFlopPerByte * 1.08,
+                            tr("ridge %1 FLOP/B").arg(q(fixed(data_.ridgeFlopPerByte, 0))),
+                            Qt::AlignLeft | Qt::AlignBottom, mutedColor(), 0.95);
+        const double r = data_.ridgeFlopPerByte, xm = std::sqrt(xAxis->range().upper);
+        addFloating(rl, {{0.85, r * 1.08, Qt::AlignLeft | Qt::AlignBottom},
+                         {0.85, r / 1.08, Qt::AlignLeft | Qt::AlignTop},
+                         {xm, r * 1.08, Qt::AlignHCenter | Qt::AlignBottom},
+                         {xm, r / 1.08, Qt::AlignHCenter | Qt::AlignTop}});
     }
 
     // The current TP.
@@ -150,8 +193,27 @@ void TpPlot::rebuild() {
     cur->point1->setCoords(static_cast<double>(data_.currentTp), 1);
     cur->point2->setCoords(static_cast<double>(data_.currentTp), 2);
     cur->setPen(QPen(acc, 2));
-    addLabel(static_cast<double>(data_.currentTp) * 1.04, yAxis->range().upper / 1.12,
-             tr("TP = %1").arg(data_.currentTp), Qt::AlignLeft | Qt::AlignTop, acc, 1.0, true);
+    const double ctp = static_cast<double>(data_.currentTp);
+    const double top = yAxis->range().upper / 1.12, bottom = yAxis->range().lower * 1.12;
+    const double middle = std::sqrt(yAxis->range().upper * yAxis->range().lower);
+    const double upperQ = std::sqrt(yAxis->range().upper * middle);
+    const double lowerQ = std::sqrt(yAxis->range().lower * middle);
+    // Right of the line, else left of it (TP at the axis' end), at the top, the middle or the
+    // bottom: never clipped, never on a point.
+    QCPItemText* tpLabel = addLabel(ctp * 1.04, top, tr("TP = %1").arg(data_.currentTp),
+                                    Qt::AlignLeft | Qt::AlignTop, acc, 1.0, true);
+    const std::vector<Spot> tpSpots = {{ctp * 1.04, top, Qt::AlignLeft | Qt::AlignTop},
+                                       {ctp / 1.04, top, Qt::AlignRight | Qt::AlignTop},
+                                       {ctp * 1.04, upperQ, Qt::AlignLeft | Qt::AlignVCenter},
+                                       {ctp / 1.04, upperQ, Qt::AlignRight | Qt::AlignVCenter},
+                                       {ctp * 1.04, middle, Qt::AlignLeft | Qt::AlignVCenter},
+                                       {ctp / 1.04, middle, Qt::AlignRight | Qt::AlignVCenter},
+                                       {ctp * 1.04, lowerQ, Qt::AlignLeft | Qt::AlignVCenter},
+                                       {ctp / 1.04, lowerQ, Qt::AlignRight | Qt::AlignVCenter},
+                                       {ctp * 1.04, bottom, Qt::AlignLeft | Qt::AlignBottom},
+                                       {ctp / 1.04, bottom, Qt::AlignRight | Qt::AlignBottom}};
+    QCPItemText* crossLabel = nullptr;
+    std::vector<Spot> crossSpots;
 
     if (kind_ == Kind::Capacity && data_.crossoverTp) {
         auto* x = new QCPItemStraightLine(this);
@@ -161,15 +223,29 @@ void TpPlot::rebuild() {
         // Under the point where the two lines meet (the MLA series is flat there).
         const TpSeries& mla = data_.primary.mla ? data_.primary : *data_.counterpart;
         const double y = valueOf(mla.points.front());
-        // Left of the line, unless that would run off the axis (a crossover near TP = 1).
-        const bool right = *data_.crossoverTp < 3;
-        auto* t = addLabel(*data_.crossoverTp * (right ? 1.05 : 0.95), y / 1.5,
+        // Below the meeting point left of the line, else right of it, else above, else at the
+        // bottom: the first that covers no point (a point at TP 4 or 16 sits right there).
+        const double cx = *data_.crossoverTp;
+        auto* t = addLabel(cx / 1.05, y / 1.5,
                            tr("crossover\nTP = %1").arg(q(fixed(*data_.crossoverTp, 2))),
-                           (right ? Qt::AlignLeft : Qt::AlignRight) | Qt::AlignTop, textColor(),
-                           0.95, true);
-        t->setTextAlignment(right ? Qt::AlignLeft : Qt::AlignRight);
+                           Qt::AlignRight | Qt::AlignTop, textColor(), 0.95, true);
+        t->setTextAlignment(Qt::AlignLeft);
         t->setBrush(QBrush(palette().color(QPalette::Base)));
+        const double low = yAxis->range().lower * 1.15, high = yAxis->range().upper / 1.15;
+        crossLabel = t;
+        crossSpots = {{cx / 1.05, y / 1.5, Qt::AlignRight | Qt::AlignTop},
+                      {cx * 1.05, y / 1.5, Qt::AlignLeft | Qt::AlignTop},
+                      {cx / 1.05, y * 1.5, Qt::AlignRight | Qt::AlignBottom},
+                      {cx * 1.05, y * 1.5, Qt::AlignLeft | Qt::AlignBottom},
+                      {cx / 1.05, low, Qt::AlignRight | Qt::AlignBottom},
+                      {cx * 1.05, low, Qt::AlignLeft | Qt::AlignBottom},
+                      {cx / 1.05, high, Qt::AlignRight | Qt::AlignTop},
+                      {cx * 1.05, high, Qt::AlignLeft | Qt::AlignTop}};
     }
+    // Placed in order of importance: each later label avoids the earlier ones.
+    addFloating(crossLabel, crossSpots);
+    addFloating(replicate, replicateSpots);
+    addFloating(tpLabel, tpSpots);
 }
 
 void TpPlot::mouseMoveEvent(QMouseEvent* e) {

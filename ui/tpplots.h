@@ -27,6 +27,7 @@ protected:
 
 private:
     double valueOf(const TpPoint& p) const;
+    std::vector<double> shown(const TpData& d) const;
 
     Kind kind_;
     Metric metric_ = Metric::Tokens;

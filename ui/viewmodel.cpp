@@ -161,11 +161,14 @@ TpData computeTpSeries(const AppState& s, const Report& current, const ModelSpec
         const TpSeries& mla = out.primary.mla ? out.primary : *out.counterpart;
         if (!gqa.mla && mla.mla && gqa.cellBytesPerToken > 0 && mla.cellBytesPerToken > 0) {
             const double x = capacityCrossover(gqa.cellBytesPerToken, mla.cellBytesPerToken);
+            // The variant alone ("MQA", "GQA-8"): the plot's title has no room for the model's
+            // name, which its legend gives.
+            const std::string variant = gqa.label.substr(gqa.label.rfind(' ') + 1);
             if (x <= 1.0) {
-                out.crossoverText = gqa.label + " holds more than MLA at every TP";
+                out.crossoverText = variant + " holds more than MLA at every TP";
             } else if (x > static_cast<double>(gqa.kvHeads)) {
-                out.crossoverText = "MLA holds more at every TP (" + gqa.label + " would need " +
-                                    fixed(x, 2) + " ranks per KV head)";
+                out.crossoverText =
+                    "MLA holds more at every TP (" + variant + " needs h_kv > " + fixed(x, 2) + ")";
             } else {
                 out.crossoverTp = x;
                 out.crossoverText = "crossover at TP = " + fixed(x, 2);

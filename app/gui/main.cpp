@@ -1,6 +1,7 @@
 // kvscope: the desktop app. `kvscope --screenshot FILE.png` and `kvscope --bench-ui` run
 // offscreen and exit; the state flags (--model --gpu --tp --h-kv ...) work for both and for a
 // normal start.
+#include "ui/benchui.h"
 #include "ui/features.h"
 #include "ui/mainwindow.h"
 #include "ui/startup.h"
@@ -55,7 +56,7 @@ int main(int argc, char** argv) {
     if (!o.screenshot.isEmpty())
         return kvscope::ui::runScreenshot(o);
     if (o.benchUi)
-        return kvscope::ui::runBenchUi(o);
+        return kvscope::ui::runBenchSweep(o);
 
     kvscope::ui::MainWindow w;
     QString err;
