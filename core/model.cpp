@@ -480,6 +480,10 @@ Result<ModelSpec> resolve(const json& root, const std::string& name) {
     if (m.routedExperts.value > 0 && m.mtpLayers.value > 0)
         m.warnings.push_back(std::to_string(m.mtpLayers.value) +
                              " multi-token-prediction layer(s) not counted in the parameters");
+    auto weights = resolveWeightSpec(root, m);
+    if (!weights.ok())
+        return weights.error();
+    m.weights = std::move(weights.value());
     return m;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "core/result.h"
+#include "core/weightspec.h"
 
 #include <cstdint>
 #include <string>
@@ -70,6 +71,8 @@ struct ModelSpec {
     std::string layerKindsSource;
 
     std::vector<std::string> warnings;
+
+    WeightSpec weights; ///< layout, extra projections, vision, quantization (core/weightspec.h)
 
     AttentionKind attention() const;
     std::int64_t windowLayerCount() const;

@@ -4,6 +4,14 @@ kvscope_add_qtest(NAME tst_law SOURCES tst_law.cpp LIBS kvscope_core)
 kvscope_add_qtest(NAME tst_model SOURCES tst_model.cpp LIBS kvscope_core)
 kvscope_add_qtest(NAME tst_cli SOURCES tst_cli.cpp LIBS kvscope_core)
 add_dependencies(tst_cli kvscope-cli)
+kvscope_add_qtest(NAME tst_weights SOURCES tst_weights.cpp LIBS kvscope_core)
+# The fixture folders (configs, configs-2026, configs-logged) from ../shared, or the copies in
+# tests/fixtures for checkouts without it.
+get_filename_component(_kvscope_fixtures_root ${KVSCOPE_FIXTURES_DIR} DIRECTORY)
+if(NOT EXISTS ${_kvscope_fixtures_root}/configs-2026)
+    set(_kvscope_fixtures_root ${CMAKE_CURRENT_SOURCE_DIR}/fixtures)
+endif()
+target_compile_definitions(tst_weights PRIVATE KVSCOPE_FIXTURES_ROOT="${_kvscope_fixtures_root}")
 
 if(KVSCOPE_FUZZ)
     # libFuzzer needs clang; the project may be compiled with GCC, so the fuzzer is a separate
@@ -13,7 +21,9 @@ if(KVSCOPE_FUZZ)
         ${PROJECT_SOURCE_DIR}/core/model.cpp ${PROJECT_SOURCE_DIR}/core/jsonutil.cpp
         ${PROJECT_SOURCE_DIR}/core/format.cpp ${PROJECT_SOURCE_DIR}/core/law.cpp
         ${PROJECT_SOURCE_DIR}/core/params.cpp ${PROJECT_SOURCE_DIR}/core/result.cpp
-        ${PROJECT_SOURCE_DIR}/core/dtype.cpp ${PROJECT_SOURCE_DIR}/core/gpu.cpp)
+        ${PROJECT_SOURCE_DIR}/core/dtype.cpp ${PROJECT_SOURCE_DIR}/core/gpu.cpp
+        ${PROJECT_SOURCE_DIR}/core/quant.cpp ${PROJECT_SOURCE_DIR}/core/weightspec.cpp
+        ${PROJECT_SOURCE_DIR}/core/weights.cpp)
     get_target_property(_json_inc nlohmann_json::nlohmann_json INTERFACE_INCLUDE_DIRECTORIES)
     set(_fuzz_includes -I${PROJECT_SOURCE_DIR})
     foreach(_inc IN LISTS _json_inc)
