@@ -2,6 +2,7 @@
 // configs-2026 against its model card's published total, the engine logs' "Model loading took
 // X GiB" (per rank at TP > 1), the quantization formats and hostile quantization configs.
 #include "core/dtype.h"
+#include "core/gpu.h"
 #include "core/law.h"
 #include "core/model.h"
 #include "core/params.h"
@@ -54,6 +55,8 @@ private Q_SLOTS:
     void weightDtypeOverrides();
     void hostileQuantization_data();
     void hostileQuantization();
+    void gpuPresets_data();
+    void gpuPresets();
 };
 
 void TestWeights::publishedTotals_data() {
@@ -382,6 +385,45 @@ void TestWeights::hostileQuantization() {
     QVERIFY(!m.ok());
     QCOMPARE(QString::fromStdString(m.error().field), field);
     QVERIFY(m.error().message().find('\n') == std::string::npos);
+}
+
+void TestWeights::gpuPresets_data() {
+    QTest::addColumn<QString>("id");
+    QTest::addColumn<double>("memoryGB");  // datasheet
+    QTest::addColumn<double>("driverGiB"); // what the driver reports, 0 = not known
+    QTest::newRow("rtx-3090") << "rtx-3090" << 24.0 << 23.58;
+    QTest::newRow("rtx-pro-6000") << "rtx-pro-6000" << 96.0 << 95.01;
+    QTest::newRow("l40s") << "l40s" << 48.0 << 44.42;
+    QTest::newRow("a100-80gb") << "a100-80gb" << 80.0 << 79.25;
+    QTest::newRow("a100-40gb") << "a100-40gb" << 40.0 << 0.0;
+    QTest::newRow("a10g") << "a10g" << 24.0 << 0.0;
+    QTest::newRow("l4") << "l4" << 24.0 << 0.0;
+    QTest::newRow("l40") << "l40" << 48.0 << 0.0;
+    QTest::newRow("rtx-2000-ada") << "rtx-2000-ada" << 16.0 << 0.0;
+    QTest::newRow("h20") << "h20" << 96.0 << 0.0;
+    QTest::newRow("h800") << "h800" << 80.0 << 0.0;
+    QTest::newRow("gb200") << "gb200" << 186.0 << 0.0;
+    QTest::newRow("b300") << "b300" << 288.0 << 0.0;
+    QTest::newRow("mi325x") << "mi325x" << 256.0 << 0.0;
+    QTest::newRow("mi355x") << "mi355x" << 288.0 << 0.0;
+}
+
+void TestWeights::gpuPresets() {
+    QFETCH(QString, id);
+    QFETCH(double, memoryGB);
+    QFETCH(double, driverGiB);
+    auto g = loadGpu(id.toStdString());
+    QVERIFY2(g.ok(), qPrintable(id));
+    QCOMPARE(g.value().memoryBytes, static_cast<std::int64_t>(memoryGB * 1e9));
+    if (driverGiB > 0)
+        QVERIFY(std::fabs(static_cast<double>(g.value().driverMemoryBytes) / kGiB - driverGiB) <
+                0.005);
+    else
+        QCOMPARE(g.value().driverMemoryBytes, 0LL);
+    QVERIFY(validateGpu(g.value()).ok());
+    // Every preset names the datasheet it was copied from.
+    const std::string text = embeddedResource("gpus/" + id.toStdString() + ".json");
+    QVERIFY(text.find("datasheet") != std::string::npos);
 }
 
 QTEST_GUILESS_MAIN(TestWeights)
