@@ -161,8 +161,7 @@ Deployment deploymentFor(const EngineLog& log, const ModelSpec& model, const Gpu
             model.maxPositionEmbeddings.value > 0 ? model.maxPositionEmbeddings.value : 8192;
     // vLLM's default max_num_batched_tokens for the API server follows the GPU the same way as
     // max_num_seqs (engine/arg_utils.py): 8192 on 70+ GiB non-A100 GPUs, else 2048.
-    d.maxNumBatchedTokens =
-        log.maxNumBatchedTokens.value_or(vllmDefaultMaxNumSeqs(gpu) == 1024 ? 8192 : 2048);
+    d.maxNumBatchedTokens = log.maxNumBatchedTokens.value_or(vllmDefaultMaxNumBatchedTokens(gpu));
     if (isVllm && log.blockSize)
         d.blockSize = *log.blockSize;
     return d;

@@ -105,21 +105,43 @@ std::string findInConfigDir(const std::string& dir, const std::string& repo) {
     return byBase;
 }
 
-/// The preset whose name shares the longest normalised prefix with the logged one.
+/// The "8b" / "70b" size token of a normalised name, if any.
+std::string sizeToken(const std::string& key) {
+    std::string best;
+    std::size_t start = 0;
+    while (start <= key.size()) {
+        std::size_t end = key.find('-', start);
+        if (end == std::string::npos)
+            end = key.size();
+        const std::string tok = key.substr(start, end - start);
+        if (tok.size() >= 2 && tok.back() == 'b' &&
+            std::all_of(tok.begin(), tok.end() - 1, [](char c) { return std::isdigit(c); }))
+            best = tok;
+        start = end + 1;
+    }
+    return best;
+}
+
+/// The preset closest to a logged name: a shared normalised prefix of 4+ characters, the same
+/// parameter-size token ("8b") weighing more than a longer prefix.
 std::string closestPreset(const std::string& key) {
     std::string best;
-    std::size_t bestLen = 0;
+    std::size_t bestScore = 0;
+    const std::string size = sizeToken(key);
     for (const auto& p : modelPresets()) {
         const std::string cand = normalizeName(p.id);
         std::size_t n = 0;
         while (n < cand.size() && n < key.size() && cand[n] == key[n])
             ++n;
-        if (n > bestLen) {
-            bestLen = n;
+        if (n < 4)
+            continue;
+        const std::size_t score = n + (!size.empty() && sizeToken(cand) == size ? 100 : 0);
+        if (score > bestScore) {
+            bestScore = score;
             best = p.id;
         }
     }
-    return bestLen >= 4 ? best : std::string();
+    return best;
 }
 
 } // namespace

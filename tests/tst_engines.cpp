@@ -6,6 +6,8 @@
 #include "core/explain_log.h"
 #include "core/presets.h"
 
+#include <QFile>
+#include <QTemporaryDir>
 #include <QTest>
 #include <cmath>
 
@@ -331,6 +333,31 @@ private Q_SLOTS:
         QVERIFY(msg.find('\n') == std::string::npos);
         QVERIFY2(msg.find(needle.toStdString()) != std::string::npos, msg.c_str());
         QVERIFY(QString::fromUtf8(msg.c_str()).toUtf8() == QByteArray(msg.c_str()));
+    }
+
+    void folderWithUnreadableLogs() {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const QString good = QString::fromStdString(
+            kLogs + "vllm-0.19.0-h100/qwen-qwen2-5-7b-instruct--h100-80gb--tp1pp1dp1--8192.log");
+        QVERIFY(QFile::copy(good, dir.filePath(QStringLiteral("b-good.log"))));
+        QFile junk(dir.filePath(QStringLiteral("a-junk.log")));
+        QVERIFY(junk.open(QIODevice::WriteOnly));
+        junk.write("\x89PNG\r\n\x1a\n not a log\n");
+        junk.close();
+        ExplainOptions opt;
+        opt.configDirs = {kData + "/configs-logged"};
+        auto rows = explainFolder(dir.path().toStdString(), opt);
+        QVERIFY(rows.ok());
+        QCOMPARE(rows->size(), std::size_t(2));
+        QVERIFY(!rows->at(0).explanation.ok());
+        QVERIFY2(rows->at(0).explanation.error().message().find("line 1") != std::string::npos,
+                 rows->at(0).explanation.error().message().c_str());
+        QVERIFY(rows->at(1).explanation.ok());
+        const std::string table = fleetText(rows.value());
+        QVERIFY(table.find("a-junk.log") != std::string::npos);
+        QVERIFY(table.find("1 not") != std::string::npos);
+        QVERIFY(QString::fromUtf8(table.c_str()).toUtf8() == QByteArray(table.c_str()));
     }
 
     void cliFolder() {

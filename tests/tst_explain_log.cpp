@@ -1,12 +1,11 @@
 // Engine logs: what is read from realistic vLLM (V1 and V0) and SGLang startup logs, the
 // model-name mapping, the term-by-term explanation, and `kvscope-cli explain-log`.
+#include "cli_runner.h"
 #include "core/explain_log.h"
 
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
-#include "cli_runner.h"
-
 #include <QTest>
 #include <cmath>
 
@@ -98,6 +97,50 @@ private Q_SLOTS:
         QVERIFY(v0->totalGpuMemoryBytes &&
                 std::fabs(double(*v0->totalGpuMemoryBytes) / kGiB - 79.19) < 1e-6);
         QVERIFY(v0->nonTorchBytes && v0->activationPeakBytes);
+    }
+
+    // The real fixture logs' formats: vLLM 0.19's DEBUG profiling lines and CUDA-graph lines,
+    // 0.10.1.1's wrapped lines, the version in the engine line.
+    void realFormats_data() {
+        QTest::addColumn<QString>("file");
+        QTest::addColumn<QString>("version");
+        QTest::addColumn<double>("util");
+        QTest::addColumn<double>("activationGiB"); // 0: not logged
+        QTest::addColumn<double>("nonTorchGiB");
+        QTest::addColumn<double>("graphEstimateGiB");
+        QTest::addColumn<int>("tokens");
+        QTest::newRow("0.19 qwen2.5 tp1")
+            << "vllm-0.19.0-h100/qwen-qwen2-5-7b-instruct--h100-80gb--tp1pp1dp1--8192.log"
+            << "0.19.0" << 0.95 << 2.21 << 0.24 << 0.61 << 1096000;
+        QTest::newRow("0.19 gpt-oss default util")
+            << "vllm-0.19.0-h100/openai-gpt-oss-20b--h100-80gb--tp2pp1dp1--8192.log"
+            << "0.19.0" << 0.9 << 2.87 << 2.07 << 1.09 << 2591776;
+        QTest::newRow("0.10.1.1 wrapped at 136/147 columns")
+            << "vllm-0.10.1.1-a100/vllm-7B-1gpuA10080GB-0.5GRAM.log"
+            << "0.10.1" << 0.5 << 0.0 << 0.0 << 0.0 << 464848;
+    }
+    void realFormats() {
+        QFETCH(QString, file);
+        QFETCH(QString, version);
+        QFETCH(double, util);
+        QFETCH(double, activationGiB);
+        QFETCH(double, nonTorchGiB);
+        QFETCH(double, graphEstimateGiB);
+        QFETCH(int, tokens);
+        auto log = loadEngineLog(KVSCOPE_TEST_DATA_DIR "/engine-logs/" + file.toStdString());
+        QVERIFY2(log.ok(), log.ok() ? "" : log.error().message().c_str());
+        QVERIFY(log->version);
+        QCOMPARE(QString::fromStdString(log->version->text()), version);
+        QVERIFY(log->memUtil && std::fabs(*log->memUtil - util) < 1e-9);
+        QCOMPARE(log->kvTokens.value_or(-1), std::int64_t(tokens));
+        auto near = [](const std::optional<std::int64_t>& v, double gib) {
+            return gib == 0 ? !v : (v && std::fabs(double(*v) / kGiB - gib) < 0.006);
+        };
+        QVERIFY(near(log->activationPeakBytes, activationGiB));
+        QVERIFY(near(log->nonTorchBytes, nonTorchGiB));
+        QVERIFY(near(log->cudaGraphEstimateBytes, graphEstimateGiB));
+        QVERIFY(log->model.find('\n') == std::string::npos);
+        QVERIFY(!log->refusal || log->availableKvBytes);
     }
 
     void modelNames_data() {

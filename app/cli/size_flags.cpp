@@ -1,6 +1,7 @@
 #include "size_flags.h"
 
 #include "args.h"
+#include "core/engines/engines.h"
 #include "core/presets.h"
 
 namespace kvscope::cli {
@@ -99,8 +100,11 @@ Result<SizeInputs> parseSizeFlags(const std::vector<std::string>& args,
     }
     // An engine pool starts from the release's own default utilisation unless the flag says
     // otherwise; the chapter's datasheet model keeps its 0.9.
-    if (d.poolModel == PoolModel::Vllm && !p.real("--gpu-mem-util"))
+    if (d.poolModel == PoolModel::Vllm && !p.value("--gpu-mem-util"))
         d.gpuMemUtil = defaultGpuMemUtil(d.engine);
+    // vLLM's profiling pass size follows the GPU (engine/arg_utils.py) unless set.
+    if (d.poolModel == PoolModel::Vllm && d.engine.isVllm() && !p.value("--max-num-batched-tokens"))
+        d.maxNumBatchedTokens = vllmDefaultMaxNumBatchedTokens(in.gpu);
     if (auto s = validate(in.model, in.gpu, d); !s.ok())
         return s.error();
     return in;

@@ -21,6 +21,10 @@ PoolBreakdown sglangPool(const ModelSpec& m, const GpuSpec& gpu, const Deploymen
 /// an A100, else 256 (vllm/engine/arg_utils.py, _set_default_args).
 std::int64_t vllmDefaultMaxNumSeqs(const GpuSpec& gpu);
 
+/// vLLM's default max_num_batched_tokens for the API server: 8192 where max_num_seqs defaults to
+/// 1024, else 2048 (same rule; the 0.10.1.1 A100 logs show 2048, the 0.19 H100 logs 8192).
+std::int64_t vllmDefaultMaxNumBatchedTokens(const GpuSpec& gpu);
+
 /// The layers each pipeline stage holds: L // pp each, the L % pp extra layers on the stages
 /// just before the last (vllm/distributed/utils.py, get_pp_indices).
 std::vector<std::int64_t> pipelineStageLayers(std::int64_t layers, std::int64_t pp);

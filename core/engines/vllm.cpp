@@ -218,6 +218,33 @@ std::int64_t cudaGraphEstimate(const ModelSpec& m, const VllmRules& r) {
     return 118 * kMiB + n * piecewise;
 }
 
+/// The subtracted terms and the pool, in the order the worker takes them off the budget.
+void addStageTerms(PoolBreakdown& p, const Deployment& d, const VllmRules& rules,
+                   const std::string& activationRule) {
+    addTerm(p, "weights", d.pp > 1 ? "weights of the limiting stage / TP" : "weights / TP",
+            p.weightBytes, true, gibText(p.weightBytes),
+            "parameter count × bytes per parameter / TP (core/params.cpp)");
+    addTerm(p, "activation", "activation peak", p.activationPeakBytes, true, activationRule,
+            "vLLM " + rules.range + ": " + rules.samplerSource);
+    addTerm(p, "non_torch", "non-torch memory",
+            p.cudaContextBytes + p.ncclBytes + p.customAllReduceBytes, true,
+            gibText(p.cudaContextBytes) +
+                (p.ncclBytes
+                     ? " + NCCL and all-reduce " + gibText(p.ncclBytes + p.customAllReduceBytes)
+                     : std::string()),
+            rules.nonTorchSource);
+    addTerm(p, "cuda_graphs", "CUDA graphs", p.cudaGraphEstimateBytes, rules.graphsSubtracted,
+            std::to_string(rules.graphModes) + " mode(s) × " + std::to_string(rules.graphSizes) +
+                " sizes" + (rules.graphsSubtracted ? "" : "; not subtracted before 0.21"),
+            rules.graphSource);
+    addTerm(p, "pool", d.pp > 1 ? "KV pool of the limiting stage" : "KV pool", p.stagePoolBytes,
+            false, "budget − the subtracted terms",
+            d.pp > 1 ? "stage " + std::to_string(p.limitingStage) + " of " + std::to_string(d.pp) +
+                           " (" + std::to_string(p.stageLayers) +
+                           " layers); vLLM keeps the smallest stage's blocks"
+                     : "gpu_worker.py: Available KV cache memory");
+}
+
 } // namespace
 
 std::int64_t vllmDefaultMaxNumSeqs(const GpuSpec& gpu) {
@@ -226,6 +253,10 @@ std::int64_t vllmDefaultMaxNumSeqs(const GpuSpec& gpu) {
     std::transform(id.begin(), id.end(), id.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     return big && id.find("a100") == std::string::npos ? 1024 : 256;
+}
+
+std::int64_t vllmDefaultMaxNumBatchedTokens(const GpuSpec& gpu) {
+    return vllmDefaultMaxNumSeqs(gpu) == 1024 ? 8192 : 2048;
 }
 
 std::vector<std::int64_t> pipelineStageLayers(std::int64_t layers, std::int64_t pp) {
@@ -297,29 +328,7 @@ PoolBreakdown vllmPool(const ModelSpec& m, const GpuSpec& gpu, const Deployment&
                                            static_cast<double>(m.layers.value) /
                                            static_cast<double>(limiting.layers));
 
-    addTerm(p, "weights", d.pp > 1 ? "weights of the limiting stage / TP" : "weights / TP",
-            p.weightBytes, true, gibText(p.weightBytes),
-            "parameter count × bytes per parameter / TP (core/params.cpp)");
-    addTerm(p, "activation", "activation peak", p.activationPeakBytes, true,
-            p.limitingStage == d.pp - 1 ? lastRule : otherRule,
-            "vLLM " + rules.range + ": " + rules.samplerSource);
-    addTerm(p, "non_torch", "non-torch memory",
-            p.cudaContextBytes + p.ncclBytes + p.customAllReduceBytes, true,
-            gibText(p.cudaContextBytes) +
-                (p.ncclBytes
-                     ? " + NCCL and all-reduce " + gibText(p.ncclBytes + p.customAllReduceBytes)
-                     : std::string()),
-            rules.nonTorchSource);
-    addTerm(p, "cuda_graphs", "CUDA graphs", p.cudaGraphEstimateBytes, rules.graphsSubtracted,
-            std::to_string(rules.graphModes) + " mode(s) × " + std::to_string(rules.graphSizes) +
-                " sizes" + (rules.graphsSubtracted ? "" : "; not subtracted before 0.21"),
-            rules.graphSource);
-    addTerm(p, "pool", d.pp > 1 ? "KV pool of the limiting stage" : "KV pool", limiting.pool, false,
-            "budget − the subtracted terms",
-            d.pp > 1 ? "stage " + std::to_string(p.limitingStage) + " of " + std::to_string(d.pp) +
-                           " (" + std::to_string(limiting.layers) +
-                           " layers); vLLM keeps the smallest stage's blocks"
-                     : "gpu_worker.py: Available KV cache memory");
+    addStageTerms(p, d, rules, p.limitingStage == d.pp - 1 ? lastRule : otherRule);
     return p;
 }
 
