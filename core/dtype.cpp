@@ -132,12 +132,25 @@ Result<WeightDtype> parseWeightDtype(std::string_view text) {
     const std::string t = lower(text);
     if (t == "auto")
         return WeightDtype::Auto;
-    if (t == "bf16" || t == "bfloat16" || t == "fp16" || t == "float16")
+    if (t == "bf16" || t == "bfloat16")
         return WeightDtype::BF16;
+    if (t == "fp16" || t == "float16" || t == "half")
+        return WeightDtype::FP16;
+    if (t == "fp32" || t == "float32")
+        return WeightDtype::FP32;
     if (t == "fp8")
         return WeightDtype::FP8;
+    if (t == "int8")
+        return WeightDtype::INT8;
+    if (t == "int4")
+        return WeightDtype::INT4;
+    if (t == "mxfp4")
+        return WeightDtype::MXFP4;
+    if (t == "nvfp4")
+        return WeightDtype::NVFP4;
     return makeError("weight-dtype",
-                     "must be one of auto, bf16, fp8; got '" + std::string(text) + "'");
+                     "must be one of auto, bf16, fp16, fp32, fp8, int8, int4, mxfp4, nvfp4; got '" +
+                         std::string(text) + "'");
 }
 
 std::string toString(KvDtype d) {
@@ -152,6 +165,18 @@ std::string toString(WeightDtype d) {
         return "bf16";
     case WeightDtype::FP8:
         return "fp8";
+    case WeightDtype::FP16:
+        return "fp16";
+    case WeightDtype::FP32:
+        return "fp32";
+    case WeightDtype::INT8:
+        return "int8";
+    case WeightDtype::INT4:
+        return "int4";
+    case WeightDtype::MXFP4:
+        return "mxfp4";
+    case WeightDtype::NVFP4:
+        return "nvfp4";
     }
     return "?";
 }

@@ -69,9 +69,11 @@ std::int64_t layoutTokenBytes(const KvDtypeInfo& t, std::int64_t heads, std::int
 /// Storage bits per element (fp8_ds_mla: 8; the table's figure).
 int kvStorageBits(KvDtype d);
 
-/// Weight storage type. Auto = fp8 when the config carries an fp8 quantization_config, else
-/// the 16-bit served dtype. FP8 keeps embeddings and lm_head in 16-bit, as real fp8 checkpoints do.
-enum class WeightDtype { Auto, BF16, FP8 };
+/// Weight storage type. Auto = what the checkpoint declares (its quantization_config or
+/// hf_quant_config.json), else the 16-bit served dtype. The others override it: quantized
+/// overrides (fp8, int8, int4, mxfp4, nvfp4) keep embeddings, lm_head, norms and routers in
+/// 16-bit, as real quantized checkpoints do (core/quant.h overrideScheme).
+enum class WeightDtype { Auto, BF16, FP8, FP16, FP32, INT8, INT4, MXFP4, NVFP4 };
 
 Result<KvDtype> parseKvDtype(std::string_view text);
 Result<WeightDtype> parseWeightDtype(std::string_view text);

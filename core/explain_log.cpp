@@ -7,6 +7,7 @@
 #include "core/presets.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 
@@ -74,14 +75,32 @@ Result<GpuSpec> pickGpu(const EngineLog& log, const ExplainOptions& opt,
     std::string file = opt.fileName;
     std::transform(file.begin(), file.end(), file.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    for (const auto& p : gpuPresets()) {
-        const std::string token = p.id.substr(0, p.id.find('-'));
-        if (token.size() >= 3 && file.find(token) != std::string::npos)
+    // First a preset whose whole id, dashes dropped, is in the name ("a10080gb" is a100-80gb,
+    // not a100-40gb); then the id's first token as a whole word ("h20" is not in "h200",
+    // "l40" not in "l40s").
+    auto named = [&](const std::string& token, bool wholeWord) {
+        for (std::size_t at = file.find(token); at != std::string::npos;
+             at = file.find(token, at + 1)) {
+            const std::size_t end = at + token.size();
+            if (!wholeWord || end == file.size() ||
+                !std::isalnum(static_cast<unsigned char>(file[end])))
+                return true;
+        }
+        return false;
+    };
+    for (const bool wholeId : {true, false}) {
+        for (const auto& p : gpuPresets()) {
+            std::string token = wholeId ? p.id : p.id.substr(0, p.id.find('-'));
+            if (wholeId)
+                token.erase(std::remove(token.begin(), token.end(), '-'), token.end());
+            if (token.size() < 3 || !named(token, !wholeId))
+                continue;
             if (auto g = loadGpu(p.id); g.ok()) {
                 notes.push_back("GPU taken from the file name ('" + token + "'): " + g->name +
                                 "; pass --gpu to choose another");
                 return g;
             }
+        }
     }
     auto g = loadGpu(kDefaultGpuId);
     if (!g.ok())

@@ -1,6 +1,7 @@
 #include "core/format.h"
 
 #include "core/engines/engines.h"
+#include "core/weights.h"
 
 #include <cmath>
 #include <cstdio>
@@ -142,6 +143,12 @@ std::string textReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) 
         "counted from the config; embeddings " +
             std::string(m.tiedEmbeddings.value ? "tied" : "untied") + " (" +
             m.tiedEmbeddings.source + ")");
+    if (r.params.vision > 0)
+        row("vision tower", humanCount(static_cast<double>(r.params.vision)) + " params",
+            m.weights.visionSource + "; loaded with the weights, not in the parameters above");
+    if (r.params.mtp > 0)
+        row("MTP layers", humanCount(static_cast<double>(r.params.mtp)) + " params",
+            m.weights.mtpSource + "; in the checkpoint, not served");
     row("KV dtype",
         toString(r.kvDtype) + (r.kvStorageBits % 8 == 0 &&
                                        kvDtypeInfo(r.kvDtype).scaleBytesPerGroup == 0 &&
@@ -277,8 +284,11 @@ std::string textReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) 
             (delta >= 0 ? "+" : "-") + humanBytes(std::fabs(delta) * 2) +
                 " bf16; the pool above keeps the checkpoint's weights");
     }
-    row("weights per rank", humanBytes(static_cast<double>(r.weightBytesPerRank)),
-        toString(r.weightDtype));
+    {
+        const LoadedWeights loaded = loadedWeights(m, r.weightDtype, r.tp);
+        row("weights per rank", humanBytes(static_cast<double>(r.weightBytesPerRank)),
+            loaded.format + "; " + loaded.source);
+    }
 
     const DecodeStep& st = r.step;
     o << "\nOne decode step per rank (batch " << r.batch << ", " << withCommas(r.context)
@@ -331,7 +341,14 @@ std::string jsonReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) 
                   {"head_dim", m.headDim.value},
                   {"kv_lora_rank", r.kvLoraRank},
                   {"qk_rope_head_dim", r.qkRopeHeadDim},
-                  {"params", r.params.total()}};
+                  {"params", r.params.total()},
+                  {"params_vision", r.params.vision},
+                  {"params_mtp", r.params.mtp}};
+    const LoadedWeights loaded = loadedWeights(m, r.weightDtype, r.tp);
+    json weights = {{"bytes", r.weightBytes},
+                    {"bytes_per_rank", r.weightBytesPerRank},
+                    {"format", loaded.format},
+                    {"source", loaded.source}};
     json groups = json::array();
     for (const auto& g : m.layerGroups) {
         groups.push_back({{"kind", toString(g.kind)},
@@ -437,6 +454,7 @@ std::string jsonReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) 
               {"kv_proj_params_per_layer", r.kvProjParamsPerLayer},
               {"weight_bytes", r.weightBytes},
               {"weight_bytes_per_rank", r.weightBytesPerRank},
+              {"weights", weights},
               {"decode_step",
                {{"weight_bytes_per_rank", r.step.weightBytes},
                 {"kv_bytes_per_rank", r.step.kvBytes},

@@ -3,6 +3,7 @@
 
 #include "core/engines/engines.h"
 #include "core/format.h"
+#include "core/weights.h"
 
 #include <algorithm>
 #include <cmath>
@@ -586,8 +587,12 @@ Result<Report> evaluate(const ModelSpec& m, const GpuSpec& gpu, const Deployment
     r.params = countParams(m);
     r.kvProjParamsPerLayer = kvProjParamsPerLayer(m, latent ? 0 : hkv);
     r.kvProjParamsPerLayerModel = kvProjParamsPerLayer(m, 0);
-    r.weightBytes = weightBytes(m, r.params, d.weightDtype);
-    r.weightBytesPerRank = ceilDiv(r.weightBytes, d.tp);
+    const LoadedWeights loaded = loadedWeights(m, d.weightDtype, d.tp);
+    r.weightBytes = loaded.bytes;
+    // The chapter's datasheet pool divides the checkpoint by TP; the vLLM pool takes what one
+    // rank holds once loaded (replicated tensors, the rotary cache).
+    r.weightBytesPerRank =
+        d.poolModel == PoolModel::Datasheet ? ceilDiv(loaded.bytes, d.tp) : loaded.bytesPerRank;
 
     // --- §4 pool, capacity, concurrency ---------------------------------------------------
     r.pool = computePool(m, gpu, d, r.weightBytesPerRank);

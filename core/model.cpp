@@ -490,6 +490,10 @@ Result<ModelSpec> resolve(const json& root, const std::string& name) {
                              " multi-token-prediction layer(s) (" + m.mtpLayers.source +
                              ") not counted in the parameters nor the KV cache: engines allocate "
                              "their KV only with speculative decoding");
+    auto weights = resolveWeightSpec(root, m);
+    if (!weights.ok())
+        return weights.error();
+    m.weights = std::move(weights.value());
     return m;
 }
 

@@ -4,6 +4,7 @@
 
 #include "core/layers.h"
 #include "core/result.h"
+#include "core/weightspec.h"
 
 #include <cstdint>
 #include <string>
@@ -78,6 +79,8 @@ struct ModelSpec {
     std::vector<LayerGroup> layerGroups;
 
     std::vector<std::string> warnings;
+
+    WeightSpec weights; ///< layout, extra projections, vision, quantization (core/weightspec.h)
 
     AttentionKind attention() const;
     std::int64_t windowLayerCount() const;

@@ -3,6 +3,7 @@
 #include "core/embedded.h"
 #include "core/format.h"
 #include "core/jsonutil.h"
+#include "core/weights.h"
 
 #include <algorithm>
 
@@ -107,7 +108,7 @@ Result<ModelSpec> loadModel(const std::string& idOrPath) {
         return makeError("model", "empty; give a preset id (kvscope-cli models) or a path");
     if (const auto* f = findFile("models/" + idOrPath + ".json"); f && !looksLikePath(idOrPath))
         return parseModelConfig(f->content, idOrPath);
-    auto m = loadModelConfigFile(idOrPath);
+    auto m = loadModelSnapshot(idOrPath);
     if (!m.ok() && !looksLikePath(idOrPath) && m.error().field == "model")
         return makeError("model", "no preset or file named '" + idOrPath +
                                       "' (kvscope-cli models lists the presets)");

@@ -386,7 +386,11 @@ void TestLaw::weightFp8KeepsEmbeddings16Bit() {
     const auto m = model("deepseek-v3"); // carries an fp8 quantization_config
     const auto r = eval(m, gpu("h200"), dep(8));
     QCOMPARE(toString(r.weightDtype), std::string("fp8"));
-    QCOMPARE(r.weightBytes, r.params.total() + r.params.sixteenBitAlways());
+    // 1 byte per quantized weight, 2 for the 16-bit rest, plus the fp32 scale of every
+    // 128 × 128 block (4 B per 16,384 weights) and MLA's latent norms kept 16-bit.
+    const std::int64_t base = r.params.total() + r.params.sixteenBitAlways();
+    QVERIFY(r.weightBytes > base);
+    QVERIFY(r.weightBytes - base < r.params.total() / 2000);
     Deployment bf = dep(8);
     bf.weightDtype = WeightDtype::BF16;
     QCOMPARE(eval(m, gpu("h200"), bf).weightBytes, 2 * r.params.total());

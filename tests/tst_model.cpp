@@ -150,9 +150,11 @@ void TestModel::presetsResolve() {
     QVERIFY(std::fabs(liteParams - 15.7e9) / 15.7e9 < 0.02);
     const auto gpus = gpuPresets();
     for (const char* id :
-         {"a100-80gb", "h100-sxm", "h100-pcie", "h200", "b200", "l40s", "rtx-4090", "mi300x"})
+         {"a100-80gb",    "h100-sxm",  "h100-pcie", "h200",  "b200", "l40s",     "rtx-4090",
+          "mi300x",       "a100-40gb", "a10g",      "l4",    "l40",  "rtx-3090", "rtx-pro-6000",
+          "rtx-2000-ada", "h20",       "h800",      "gb200", "b300", "mi325x",   "mi355x"})
         QVERIFY2(loadGpu(id).ok(), id);
-    QCOMPARE(gpus.size(), std::size_t(8));
+    QCOMPARE(gpus.size(), std::size_t(21));
     QCOMPARE(std::round(loadGpu("h100-sxm").value().ridgeBf16()), 295.0);
 }
 

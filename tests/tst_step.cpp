@@ -273,10 +273,12 @@ void TestStep::moeWeightsGrowWithBatch() {
     const auto b512 = eval(ds, g, dep(8, 512, 8192)).step;
     QVERIFY(b512.expertsTouchedPerMoeLayer > 255.9);
     QVERIFY(b512.weightBytes > 10 * b1.weightBytes);
-    // Every expert touched: all of the checkpoint but the (gathered) embedding, / TP.
+    // Every expert touched: all of the checkpoint but the (gathered) embedding, / TP — up to
+    // the checkpoint's fp32 128 × 128 block scales (4 B per 16,384 weights), which the loaded
+    // weights count and the step's 1 byte per fp8 parameter does not.
     const auto r = eval(ds, g, dep(8, 512, 8192));
     const double all = static_cast<double>(r.weightBytes - 2 * r.params.embedding) / 8;
-    QVERIFY(near(static_cast<double>(b512.weightBytes), all, 1e-4));
+    QVERIFY(near(static_cast<double>(b512.weightBytes), all, 5e-4));
     const auto llama = model("llama-3-70b");
     QCOMPARE(eval(llama, g, dep(8, 1, 8192)).step.weightBytes,
              eval(llama, g, dep(8, 256, 8192)).step.weightBytes);

@@ -149,7 +149,8 @@ KVSCOPE_CLI_COMMAND({"plan",
                      "plan --model M --context S --concurrency N [--gpus a,b,...] "
                      "[--kv-dtypes auto,fp8,...] [--tps 1,2,...] [--max-tp 64] [--max-gpus N] "
                      "[--pool-model vllm|datasheet] [--gpu-mem-util U] [--pool-gib P] "
-                     "[--weight-dtype auto|bf16|fp8] [--json|--csv|--markdown]",
+                     "[--weight-dtype auto|bf16|fp16|fp32|fp8|int8|int4|mxfp4|nvfp4] "
+                     "[--json|--csv|--markdown]",
                      "The smallest deployments (GPU × TP × KV dtype, replicas) that hold N "
                      "concurrent requests of S tokens, ranked, and why the others fail",
                      &runPlan});

@@ -26,7 +26,8 @@ int runSize(const kvscope::cli::Args& args) {
 
 KVSCOPE_CLI_COMMAND({"size",
                      "size --model <id|path> [--tp N] [--dcp N] [--h-kv N|latent] [--kv-dtype "
-                     "auto|bf16|fp16|fp8|fp32|fp8_ds_mla] [--weight-dtype auto|bf16|fp8] "
+                     "auto|bf16|fp16|fp8|fp32|fp8_ds_mla] [--weight-dtype "
+                     "auto|bf16|fp16|fp32|fp8|int8|int4|mxfp4|nvfp4] "
                      "[--context S] [--batch B] [--gpu <id|path>] [--gpu-mem-util U] "
                      "[--pool-model vllm|datasheet] [--pool-gib P] [--max-num-batched-tokens N] "
                      "[--block-size N] [--engine vllm[@V]|sglang[@V]] [--pp N] "
