@@ -1,5 +1,7 @@
 #include "core/format.h"
 
+#include "core/engines/engines.h"
+
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -185,7 +187,14 @@ std::string textReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) 
         r.dcp > 1 ? "ceil(S / DCP) = " + withCommas(r.contextPerRank) + " tokens per rank" : "");
 
     const PoolBreakdown& p = r.pool;
-    o << "\nKV pool per rank (" << (p.overridden ? "--pool-gib" : toString(p.model)) << ")\n";
+    o << "\nKV pool per rank ("
+      << (p.overridden                      ? std::string("--pool-gib")
+          : p.model == PoolModel::Datasheet ? std::string("datasheet")
+                                            : p.engine.text())
+      << (p.pp > 1 ? ", limiting stage " + std::to_string(p.limitingStage) + " of " +
+                         std::to_string(p.pp)
+                   : std::string())
+      << ")\n";
     if (p.overridden) {
         row("pool", humanBytes(static_cast<double>(p.poolBytes)), "set by --pool-gib");
     } else {
@@ -199,18 +208,25 @@ std::string textReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) 
             toString(r.weightDtype) + ", " + humanCount(static_cast<double>(r.params.total())) +
                 " params / " + std::to_string(r.tp));
         if (p.model == PoolModel::Vllm) {
-            row("- activation peak", humanBytes(static_cast<double>(p.activationPeakBytes)),
-                "profiling pass: activations + fp32 logits");
-            row("- non-torch, TP=1", humanBytes(static_cast<double>(p.cudaContextBytes)),
-                "cuBLAS workspaces, allocator slack");
-            row("- CUDA graphs", humanBytes(static_cast<double>(p.cudaGraphBytes)),
-                "67 captured sizes, shared pool");
-            if (p.ncclBytes)
-                row("- NCCL buffers", humanBytes(static_cast<double>(p.ncclBytes)));
-            if (p.customAllReduceBytes)
-                row("- custom all-reduce", humanBytes(static_cast<double>(p.customAllReduceBytes)));
+            // The engine's own terms, each with the rule and its source (core/engines/).
+            for (const PoolTerm& t : p.terms) {
+                if (t.key == "budget" || t.key == "weights" || t.key == "pool")
+                    continue;
+                row((t.subtracted ? "- " : "  (") + t.label + (t.subtracted ? "" : ")"),
+                    humanBytes(static_cast<double>(t.bytes)), t.rule);
+            }
         }
-        row("= pool", humanBytes(static_cast<double>(p.poolBytes)), withCommas(p.poolBytes) + " B");
+        if (p.pp > 1) {
+            row("= pool, stage " + std::to_string(p.limitingStage),
+                humanBytes(static_cast<double>(p.stagePoolBytes)),
+                std::to_string(p.stageLayers) + " of " + std::to_string(r.layers) +
+                    " layers; the smallest stage sets the blocks");
+            row("  as all layers", humanBytes(static_cast<double>(p.poolBytes)),
+                "stage pool × L / stage layers, for the per-token arithmetic below");
+        } else {
+            row("= pool", humanBytes(static_cast<double>(p.poolBytes)),
+                withCommas(p.poolBytes) + " B");
+        }
     }
 
     o << "\nCapacity\n";
@@ -266,12 +282,36 @@ std::string textReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) 
     row("weights per rank", humanBytes(static_cast<double>(r.weightBytesPerRank)),
         toString(r.weightDtype));
 
+    const DecodeStep& st = r.step;
     o << "\nOne decode step per rank (batch " << r.batch << ", " << withCommas(r.context)
       << " tokens)\n";
-    row("weights read", humanBytes(static_cast<double>(r.stepWeightBytesPerRank)));
-    row("KV read", humanBytes(static_cast<double>(r.stepKvBytesPerRank)),
-        fixed(100.0 * r.stepKvFraction, 1) + "% of the step's bytes");
-    row("time >= bytes / BW", fixed(r.stepTimeLowerBoundS * 1e3, 2) + " ms");
+    row("weights read", humanBytes(static_cast<double>(st.weightBytes)),
+        st.moeLayers > 0
+            ? fixed(st.expertsTouchedPerMoeLayer, 1) + " of " +
+                  std::to_string(m.routedExperts.value) + " routed experts per MoE layer touched"
+            : "read once per step");
+    row("KV read", humanBytes(static_cast<double>(st.kvBytes)),
+        fixed(100.0 * st.kvFraction, 1) + "% of the step's bytes");
+    row("activations", humanBytes(static_cast<double>(st.activationBytes)),
+        "GEMM inputs/outputs, Q/O, residual stream (16-bit)");
+    row("bytes / BW", fixed(st.memoryTimeS * 1e3, 3) + " ms",
+        humanBytes(static_cast<double>(st.bytes())) + " / " +
+            humanBandwidth(gpu.bandwidthBytesPerS));
+    row("FLOPs / peak", fixed(st.computeTimeS * 1e3, 3) + " ms",
+        fixed(st.flops() / 1e12, 3) + " TFLOP (GEMMs " + fixed(st.gemmFlops / 1e12, 3) +
+            ", attention " + fixed(st.attentionFlops / 1e12, 3) + ")");
+    if (r.tp > 1)
+        row("TP all-reduces",
+            st.commCounted ? fixed(st.commTimeS * 1e3, 3) + " ms" : std::string("not counted"),
+            humanBytes(static_cast<double>(st.commBytes)) + " sent per rank" +
+                (st.commCounted
+                     ? " / " + humanBandwidth(gpu.interconnectBytesPerS / 2) + " each way (" +
+                           (gpu.interconnect.empty() ? "interconnect" : gpu.interconnect) + ")"
+                     : ": the GPU's interconnect_gb_s is unknown"));
+    row("time per token >=", fixed(st.timeLowerBoundS * 1e3, 3) + " ms",
+        toString(st.bound) + "-bound: max(bytes, FLOPs) + all-reduces");
+    row("tokens/s", fixed(st.tokensPerSPerGpu, 1) + " per GPU",
+        fixed(st.tokensPerS, 1) + " for the deployment (" + std::to_string(r.tp) + " GPUs)");
 
     if (!r.warnings.empty()) {
         o << "\nWarnings\n";
@@ -332,9 +372,29 @@ std::string jsonReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) 
                  {"weight_bytes", p.weightBytes},
                  {"activation_peak_bytes", p.activationPeakBytes},
                  {"cuda_graph_bytes", p.cudaGraphBytes},
+                 {"cuda_graph_estimate_bytes", p.cudaGraphEstimateBytes},
                  {"nccl_bytes", p.ncclBytes},
                  {"custom_all_reduce_bytes", p.customAllReduceBytes},
                  {"pool_bytes", p.poolBytes}};
+    if (p.pp > 1)
+        pool["stages"] = {{"pp", p.pp},
+                          {"limiting_stage", p.limitingStage},
+                          {"stage_layers", p.stageLayers},
+                          {"stage_pool_bytes", p.stagePoolBytes}};
+    if (p.engine.name == EngineName::Sglang && p.model == PoolModel::Vllm && !p.overridden) {
+        pool["mem_fraction_static"] = p.memFractionStatic;
+        pool["mem_fraction_static_source"] = p.memFractionSource;
+        pool["free_before_weights_bytes"] = p.freeBeforeWeightsBytes;
+    }
+    json breakdown = json::array();
+    for (const PoolTerm& t : p.terms)
+        breakdown.push_back({{"key", t.key},
+                             {"label", t.label},
+                             {"bytes", t.bytes},
+                             {"subtracted", t.subtracted},
+                             {"rule", t.rule},
+                             {"source", t.source}});
+    pool["breakdown"] = breakdown;
     json j = {{"model", model},
               {"provenance", provenance},
               {"gpu", {{"id", gpu.id}, {"name", gpu.name}}},
@@ -356,6 +416,9 @@ std::string jsonReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) 
               {"request_bytes_per_rank", r.requestBytesPerRank},
               {"pool", pool},
               {"pool_bytes_per_rank", p.poolBytes},
+              {"engine", {{"name", toString(p.engine.name)}, {"version", p.engine.version.text()}}},
+              {"engine_tokens", engineTokens(r)},
+              {"engine_kv_bytes_per_rank", p.pp > 1 ? p.stagePoolBytes : p.poolBytes},
               {"fits", r.fits},
               {"tokens_capacity", r.tokensCapacity},
               {"max_concurrency", r.maxConcurrency},
@@ -378,10 +441,24 @@ std::string jsonReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) 
               {"weight_bytes", r.weightBytes},
               {"weight_bytes_per_rank", r.weightBytesPerRank},
               {"decode_step",
-               {{"weight_bytes_per_rank", r.stepWeightBytesPerRank},
-                {"kv_bytes_per_rank", r.stepKvBytesPerRank},
-                {"kv_fraction", r.stepKvFraction},
-                {"time_lower_bound_s", r.stepTimeLowerBoundS}}},
+               {{"weight_bytes_per_rank", r.step.weightBytes},
+                {"kv_bytes_per_rank", r.step.kvBytes},
+                {"activation_bytes_per_rank", r.step.activationBytes},
+                {"bytes", r.step.bytes()},
+                {"kv_fraction", r.step.kvFraction},
+                {"experts_touched_per_moe_layer", r.step.expertsTouchedPerMoeLayer},
+                {"flops", r.step.flops()},
+                {"gemm_flops", r.step.gemmFlops},
+                {"attention_flops", r.step.attentionFlops},
+                {"comm_bytes", r.step.commBytes},
+                {"comm_counted", r.step.commCounted},
+                {"memory_time_s", r.step.memoryTimeS},
+                {"compute_time_s", r.step.computeTimeS},
+                {"comm_time_s", r.step.commTimeS},
+                {"bound", toString(r.step.bound)},
+                {"time_lower_bound_s", r.step.timeLowerBoundS},
+                {"tokens_per_s_per_gpu", r.step.tokensPerSPerGpu},
+                {"tokens_per_s", r.step.tokensPerS}}},
               {"warnings", r.warnings}};
     if (!r.fits)
         j["no_fit_reason"] = r.noFitReason;

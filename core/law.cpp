@@ -1,6 +1,7 @@
 // The attention-memory law (formulas.md §2–§6, §8) and the engines' validation rules.
 #include "core/law.h"
 
+#include "core/engines/engines.h"
 #include "core/format.h"
 
 #include <algorithm>
@@ -13,7 +14,6 @@ namespace kvscope {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-constexpr std::int64_t kMiB = 1024 * 1024;
 
 std::string str(std::int64_t v) {
     return std::to_string(v);
@@ -333,16 +333,6 @@ std::int64_t ceilDiv(std::int64_t a, std::int64_t b) {
     return (a + b - 1) / b;
 }
 
-/// The widest MLP activation (per token, per rank, elements) of one forward pass.
-std::int64_t mlpActivationWidth(const ModelSpec& m, std::int64_t tp) {
-    std::int64_t width = m.intermediate.value;
-    if (m.routedExperts.value > 0)
-        width = std::max(width, m.expertsPerToken.value * m.moeIntermediate.value +
-                                    m.sharedExperts.value * m.moeIntermediate.value);
-    const std::int64_t mats = m.gatedMlp.value ? 3 : 2; // gate+up output, then act output
-    return mats * width / tp;
-}
-
 } // namespace
 
 std::string toString(PoolModel p) {
@@ -376,7 +366,10 @@ std::string variantLabel(const ModelSpec& m, std::int64_t kvHeads) {
         return "MQA";
     if (h % kvHeads != 0)
         return "h_kv=" + str(kvHeads);
-    return "GQA-" + str(h / kvHeads);
+    // The GQA paper (Ainslie et al. 2023, §2.2) names a model by its number of KV groups:
+    // "GQA-G" has G = h_kv groups, so Llama-3-8B (32 query heads, 8 KV heads) is GQA-8, with
+    // g = h / h_kv = 4 query heads per group.
+    return "GQA-" + str(kvHeads);
 }
 
 Status validate(const ModelSpec& m, const GpuSpec& gpu, const Deployment& d) {
@@ -387,6 +380,12 @@ Status validate(const ModelSpec& m, const GpuSpec& gpu, const Deployment& d) {
         return makeError("tp", "must be at most " + str(kMaxTp) + ", got " + str(d.tp));
     if (d.dcp < 1)
         return makeError("dcp", "must be a positive integer, got " + str(d.dcp));
+    if (d.pp < 1 || d.pp > m.layers.value)
+        return makeError("pp", "must be between 1 and the layer count (" + str(m.layers.value) +
+                                   "), got " + str(d.pp));
+    if (d.memFractionStatic && !(*d.memFractionStatic > 0 && *d.memFractionStatic < 1))
+        return makeError("mem-fraction-static",
+                         "must be in (0, 1), got " + std::to_string(*d.memFractionStatic));
     if (d.kvHeads) {
         const std::int64_t k = *d.kvHeads;
         if (k < 1)
@@ -476,6 +475,7 @@ PoolBreakdown computePool(const ModelSpec& m, const GpuSpec& gpu, const Deployme
                           std::int64_t weightBytesPerRank) {
     PoolBreakdown p;
     p.model = d.poolModel;
+    p.engine = d.engine;
     p.util = d.gpuMemUtil;
     p.weightBytes = weightBytesPerRank;
     if (d.poolGiB) {
@@ -496,54 +496,10 @@ PoolBreakdown computePool(const ModelSpec& m, const GpuSpec& gpu, const Deployme
         p.poolBytes = p.budgetBytes - p.weightBytes;
         return p;
     }
-    // vLLM (v1 worker, determine_available_memory): requested = util × total memory the driver
-    // reports; KV pool = requested − (weights + torch peak increase of the profiling run +
-    // non-torch increase). Calibrated against vLLM 0.11 startup logs on H100 (79.18 GiB):
-    // Llama-3.1-8B TP=1 logs weights 14.99, activation 4.76, non-torch 0.13 → KV 51.38 GiB;
-    // Llama-3.3-70B-FP8 TP=2 logs activation 4.84, non-torch 0.55; Qwen3-32B 5.64 / 0.14.
-    p.capacityBytes = gpu.reportedMemoryBytes();
-    p.capacitySource =
-        gpu.driverMemoryBytes > 0 ? gpu.driverMemorySource : "datasheet (driver figure unknown)";
-    p.budgetBytes = static_cast<std::int64_t>(d.gpuMemUtil * static_cast<double>(p.capacityBytes));
-
-    const std::int64_t tp = d.tp;
-    const std::int64_t act = 2; // 16-bit activations
-    const std::int64_t tokens = d.maxNumBatchedTokens;
-    const std::int64_t dModel = m.hidden.value;
-    const bool latent = latentMode(m, d);
-    const std::int64_t qkvWidth =
-        latent ? (m.qLoraRank.value + m.kvLoraRank.value + m.qkRopeHeadDim.value +
-                  m.qHeads.value * (m.qkNopeHeadDim.value + m.qkRopeHeadDim.value) / tp)
-               : ((m.qHeads.value + 2 * effectiveKvHeads(m, d)) * m.keyDim()) / tp;
-    const std::int64_t attnOut = m.qHeads.value * m.valueDim() / tp;
-    // The profiling pass runs max_num_batched_tokens tokens through the model: the residual
-    // stream and the normed hidden state stay live (2·d) beside the widest stage — the QKV
-    // projection plus the attention output, or the MLP's gate/up and activation outputs
-    // (MoE: the top-k experts' intermediates plus shared experts).
-    const std::int64_t widest = std::max(qkvWidth + attnOut, mlpActivationWidth(m, tp));
-    const std::int64_t forward = tokens * (2 * dModel + widest) * act;
-    // Then its dummy sampler pass computes fp32 logits over the full vocabulary for every one
-    // of those tokens — the larger term (3.9 GiB of Llama-3-8B's 4.76 GiB at 8,192 tokens).
-    const std::int64_t logits = tokens * m.vocab.value * 4;
-    p.activationPeakBytes = forward + logits;
-    // Non-torch memory at TP=1: cuBLAS/cuDNN workspaces and allocator slack, 0.13 GiB in every
-    // TP=1 log above.
-    p.cudaContextBytes = 133 * kMiB;
-    // CUDA graphs: the 67 captured batch sizes (1..512) share one memory pool sized by the
-    // largest (512 tokens of activations). vLLM 0.11 captures them after sizing the pool, so
-    // the logs above show changes of −0.9 to +1.0 GiB; newer releases profile them first.
-    p.cudaGraphBytes = 512 * (2 * dModel + widest) * act;
-    if (tp > 1) {
-        // NCCL's communicator buffers (channels × peers × NCCL_BUFFSIZE): the TP=2 logs show
-        // non-torch memory rising from 0.13 to 0.55 GiB.
-        p.ncclBytes = 400 * kMiB;
-        // vLLM's custom all-reduce (world sizes 2, 4, 6, 8 only): an 8 MiB IPC buffer plus
-        // 8 MiB of metadata and registered-pointer space per rank.
-        if (tp <= 8 && tp % 2 == 0)
-            p.customAllReduceBytes = 16 * kMiB;
-    }
-    p.poolBytes = p.budgetBytes - p.weightBytes - p.activationPeakBytes - p.nonTorchBytes();
-    return p;
+    // The engine's own arithmetic, release by release (core/engines/, docs/engines.md).
+    if (d.engine.name == EngineName::Sglang)
+        return sglangPool(m, gpu, d, weightBytesPerRank);
+    return vllmPool(m, gpu, d, weightBytesPerRank);
 }
 
 double decodeIntensity(const ModelSpec& m, const Deployment& d) {
@@ -689,37 +645,8 @@ Result<Report> evaluate(const ModelSpec& m, const GpuSpec& gpu, const Deployment
     r.attainableFlopPerS = std::min(peak, r.intensityFlopPerByte * gpu.bandwidthBytesPerS);
     r.attainableFractionOfPeak = r.attainableFlopPerS / peak;
 
-    // --- §8 one decode step: weights read once vs KV read once, per rank ------------------
-    {
-        const ParamCount& p = r.params;
-        const double bytesPerParam = static_cast<double>(r.weightBytes) /
-                                     static_cast<double>(std::max<std::int64_t>(1, p.total()));
-        // The embedding table is gathered (B rows), not streamed; lm_head (or the tied table)
-        // is read in full.
-        double streamed = static_cast<double>(p.total() - p.embedding +
-                                              (m.tiedEmbeddings.value ? p.embedding : 0));
-        if (m.routedExperts.value > 0) {
-            // Routed experts: a decode step of B tokens touches a fraction 1 − (1 − k/E)^B of
-            // each MoE layer's E experts (uniform routing); the rest are not read.
-            const double e = static_cast<double>(m.routedExperts.value);
-            const double k = static_cast<double>(m.expertsPerToken.value);
-            const double touched = 1.0 - std::pow(1.0 - k / e, static_cast<double>(d.batch));
-            std::int64_t moeLayers = 0;
-            for (std::int64_t l = m.firstDenseLayers.value; l < m.layers.value; ++l)
-                moeLayers += (m.moeLayerFreq.value <= 1 || (l + 1) % m.moeLayerFreq.value == 0);
-            const double routedParams =
-                static_cast<double>(moeLayers) * e *
-                static_cast<double>((m.gatedMlp.value ? 3 : 2) * m.hidden.value *
-                                    m.moeIntermediate.value);
-            streamed -= routedParams * (1.0 - touched);
-        }
-        r.stepWeightBytesPerRank =
-            std::llround(streamed * bytesPerParam / static_cast<double>(d.tp));
-        r.stepKvBytesPerRank = d.batch * r.requestBytesPerRank;
-        const double total = static_cast<double>(r.stepWeightBytesPerRank + r.stepKvBytesPerRank);
-        r.stepKvFraction = total > 0 ? static_cast<double>(r.stepKvBytesPerRank) / total : 0;
-        r.stepTimeLowerBoundS = total / gpu.bandwidthBytesPerS;
-    }
+    // --- one decode step: weights, KV and activations read, FLOPs, TP all-reduces ---------
+    r.step = computeDecodeStep(m, gpu, d, r);
 
     // --- warnings -------------------------------------------------------------------------
     r.warnings = m.warnings;
@@ -763,6 +690,9 @@ Result<Report> evaluate(const ModelSpec& m, const GpuSpec& gpu, const Deployment
         r.warnings.push_back("vLLM serves DeepSeek-V3.2's fp8 KV cache as fp8_ds_mla (656 B per "
                              "token per layer; DeepseekV32ForCausalLM.verify_and_update_config): "
                              "use --kv-dtype fp8_ds_mla to match it");
+    if (!r.step.commCounted)
+        r.warnings.push_back(gpu.name + " has no interconnect_gb_s: the decode step's TP "
+                                        "all-reduces are not counted in its time");
     if (!r.fits)
         r.warnings.push_back(r.noFitReason);
     return r;

@@ -75,6 +75,11 @@ json gpuToJson(const GpuSpec& g) {
         j["fp8_tflops"] = g.peakFp8FlopPerS / 1e12;
     j["fp32_tflops"] = g.peakFp32FlopPerS / 1e12;
     j["gpus_per_node"] = g.gpusPerNode;
+    if (g.interconnectBytesPerS > 0) {
+        j["interconnect_gb_s"] = g.interconnectBytesPerS / 1e9;
+        j["interconnect"] = g.interconnect;
+        j["interconnect_source"] = g.interconnectSource;
+    }
     return j;
 }
 

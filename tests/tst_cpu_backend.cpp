@@ -316,7 +316,7 @@ private Q_SLOTS:
         set.ceilings.peakFlopPerSecond = {{"bf16", 4e11}, {"fp32", 4e11}};
         Measurement m = b->measure(gqa(32, 8, 128, 1024, 1, KvDtype::Fp8E4m3));
         QVERIFY2(m.ok, m.error.c_str());
-        m.variant = "GQA-4";
+        m.variant = "GQA-8"; // 32 query heads, 8 KV groups
         set.points.push_back(m);
         Measurement ml = b->measure(mla(16, 512, 1, KvDtype::Bf16));
         QVERIFY2(ml.ok, ml.error.c_str());
@@ -335,7 +335,7 @@ private Q_SLOTS:
         QCOMPARE(back.ceilings.peakFor(KvDtype::Bf16), 4e11);
         QCOMPARE(int(back.points.size()), 2);
         const Measurement& p = back.points[0];
-        QCOMPARE(p.variant, std::string("GQA-4"));
+        QCOMPARE(p.variant, std::string("GQA-8"));
         QCOMPARE(p.shape.kind, Attention::Gqa);
         QCOMPARE(p.shape.qHeads, std::int64_t(32));
         QCOMPARE(p.shape.kvHeads, std::int64_t(8));

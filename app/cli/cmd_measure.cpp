@@ -37,7 +37,7 @@ std::vector<Planned> coverageShapes(const std::string& backend) {
     };
     const std::vector<G> gqa = {
         {1, 32, 32, 128, 1000}, // MHA, g = 1
-        {2, 32, 8, 128, 4097},  // GQA-4, context not a multiple of any tile
+        {2, 32, 8, 128, 4097},  // GQA-8 (g = 4), context not a multiple of any tile
         {1, 32, 1, 128, 3000},  // MQA, g = 32
         {1, 12, 2, 64, 777},    // g = 6: padded M tile
         {1, 40, 2, 128, 2048},  // g = 20: two M tiles, one partial
@@ -60,7 +60,7 @@ std::vector<Planned> coverageShapes(const std::string& backend) {
             p.shape.dtype = dt;
             p.variant = g.hkv == g.h ? "MHA"
                         : g.hkv == 1 ? "MQA"
-                                     : "GQA-" + std::to_string(g.h / g.hkv);
+                                     : "GQA-" + std::to_string(g.hkv); // KV groups
             out.push_back(p);
         }
         for (auto [b, h, s] : std::vector<std::array<std::int64_t, 3>>{

@@ -29,7 +29,8 @@ KVSCOPE_CLI_COMMAND({"size",
                      "auto|bf16|fp16|fp8|fp32|fp8_ds_mla] [--weight-dtype auto|bf16|fp8] "
                      "[--context S] [--batch B] [--gpu <id|path>] [--gpu-mem-util U] "
                      "[--pool-model vllm|datasheet] [--pool-gib P] [--max-num-batched-tokens N] "
-                     "[--block-size N] [--json]",
+                     "[--block-size N] [--engine vllm[@V]|sglang[@V]] [--pp N] "
+                     "[--mem-fraction-static F] [--json]",
                      "Bytes per token, pool, tokens held, concurrency and roofline of one "
                      "deployment",
                      &runSize});

@@ -2,6 +2,7 @@
 #include "args.h"
 #include "command.h"
 #include "core/format.h"
+#include "core/step.h"
 #include "size_flags.h"
 
 #include <iomanip>
@@ -21,6 +22,7 @@ std::string csvField(const std::string& s) {
 int runSweep(const kvscope::cli::Args& args) {
     std::vector<std::string> rest;
     std::int64_t maxTp = 0;
+    std::vector<std::int64_t> batches; // --batch 1,2,4,...: the decode-step table instead
     for (std::size_t i = 0; i < args.size(); ++i) {
         if (args[i] == "--max-tp" && i + 1 < args.size()) {
             kvscope::cli::ArgParser p({"--max-tp"}, {});
@@ -33,6 +35,20 @@ int runSweep(const kvscope::cli::Args& args) {
                                           std::to_string(kvscope::kMaxTp));
             maxTp = *v;
             ++i;
+        } else if (args[i] == "--batch" && i + 1 < args.size()) {
+            std::string list = args[++i];
+            for (std::size_t at = 0; at <= list.size();) {
+                const std::size_t comma = std::min(list.find(',', at), list.size());
+                kvscope::cli::ArgParser p({"--batch"}, {});
+                p.parse({"--batch", list.substr(at, comma - at)});
+                auto v = p.integer("--batch");
+                if (!p.ok() || !v || *v < 1 || *v > kvscope::kMaxBatch)
+                    return kvscope::cli::fail("--batch: must be a comma-separated list of "
+                                              "positive integers up to " +
+                                              kvscope::withCommas(kvscope::kMaxBatch));
+                batches.push_back(*v);
+                at = comma + 1;
+            }
         } else {
             rest.push_back(args[i]);
         }
@@ -40,6 +56,12 @@ int runSweep(const kvscope::cli::Args& args) {
     auto in = kvscope::cli::parseSizeFlags(rest, {"--csv"});
     if (!in.ok())
         return kvscope::cli::fail(in.error().message());
+    if (!batches.empty()) {
+        std::cout << kvscope::stepTable(
+            in->model, in->gpu, in->deployment,
+            kvscope::stepSweep(in->model, in->gpu, in->deployment, batches), in->csv);
+        return 0;
+    }
     if (maxTp == 0)
         maxTp = std::min<std::int64_t>(in->model.qHeads.value, 64);
     const auto rows = kvscope::sweep(in->model, in->gpu, in->deployment, maxTp);
@@ -97,5 +119,8 @@ int runSweep(const kvscope::cli::Args& args) {
 
 } // namespace
 
-KVSCOPE_CLI_COMMAND({"sweep", "sweep --model <id|path> [size flags] [--max-tp N] [--csv]",
-                     "The size numbers over TP = 1, 2, 4, ... and every valid h_kv", &runSweep});
+KVSCOPE_CLI_COMMAND(
+    {"sweep", "sweep --model <id|path> [size flags] [--max-tp N] [--batch 1,2,4,...] [--csv]",
+     "The size numbers over TP = 1, 2, 4, ... and every valid h_kv; with --batch, "
+     "the decode step at --tp for every h_kv and batch",
+     &runSweep});

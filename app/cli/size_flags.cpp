@@ -19,7 +19,10 @@ const std::set<std::string>& sizeValueFlags() {
                                                 "--pool-model",
                                                 "--pool-gib",
                                                 "--max-num-batched-tokens",
-                                                "--block-size"};
+                                                "--block-size",
+                                                "--engine",
+                                                "--pp",
+                                                "--mem-fraction-static"};
     return flags;
 }
 
@@ -53,6 +56,15 @@ Result<SizeInputs> parseSizeFlags(const std::vector<std::string>& args,
     intFlag("--batch", d.batch);
     intFlag("--max-num-batched-tokens", d.maxNumBatchedTokens);
     intFlag("--block-size", d.blockSize);
+    intFlag("--pp", d.pp);
+    if (auto v = p.value("--engine")) {
+        auto e = parseEngineSpec(*v);
+        if (!e.ok())
+            return makeError("--engine", e.error().rule);
+        d.engine = e.value();
+    }
+    if (auto v = p.real("--mem-fraction-static"))
+        d.memFractionStatic = *v;
     if (auto v = p.value("--h-kv")) {
         if (*v == "latent" || *v == "mla") {
             if (!in.model.mla)
@@ -85,6 +97,10 @@ Result<SizeInputs> parseSizeFlags(const std::vector<std::string>& args,
             return pm.error();
         d.poolModel = pm.value();
     }
+    // An engine pool starts from the release's own default utilisation unless the flag says
+    // otherwise; the chapter's datasheet model keeps its 0.9.
+    if (d.poolModel == PoolModel::Vllm && !p.real("--gpu-mem-util"))
+        d.gpuMemUtil = defaultGpuMemUtil(d.engine);
     if (auto s = validate(in.model, in.gpu, d); !s.ok())
         return s.error();
     return in;
