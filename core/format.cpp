@@ -252,6 +252,8 @@ std::string textReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) 
         row("blocks per rank", withCommas(r.blocksPerRank), "pool / (page x group size)");
         row("blocks per request", withCommas(r.vllmBlocksPerRequest),
             "summed over groups at " + withCommas(r.context) + " tokens");
+        row("vLLM reserves", humanBytes(static_cast<double>(r.vllmRequestBytesPerRank)),
+            "per request per rank: window - 1 + max_num_batched_tokens, mamba one page");
     } else {
         row("vLLM page", bytesExact(r.pageBytes),
             std::to_string(r.blockSize) + "-token block, " +
@@ -445,6 +447,7 @@ std::string jsonReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) 
               {"vllm_group_size", r.vllmGroupSize},
               {"vllm_padding_layers", r.vllmPaddingLayers},
               {"vllm_blocks_per_request", r.vllmBlocksPerRequest},
+              {"vllm_request_bytes_per_rank", r.vllmRequestBytesPerRank},
               {"fixed_state_bytes_per_request_per_rank", r.fixedStateBytesPerRequestPerRank},
               {"vllm_log", {r.vllmLogTokens, r.vllmLogConcurrency}},
               {"intensity_flop_per_byte", r.intensityFlopPerByte},

@@ -163,6 +163,7 @@ struct Paging {
     std::int64_t blockSize = 16;
     std::int64_t groups = 0, groupSize = 0, paddingLayers = 0;
     std::int64_t blocksPerRequest = 0;
+    std::int64_t requestBytes = 0; ///< vLLM's admission bytes for one max_model_len request
     std::int64_t tokens = 0;
     double concurrency = 0;
     std::vector<std::string> notes;
@@ -242,6 +243,8 @@ Paging vllmPaging(const std::vector<GroupCost>& costs, const Deployment& d, std:
         pg.groupSize = specs.size() == 1 ? specs.front().c->n : 1;
         pg.blocks = pool / total;
         pg.blocksPerRequest = need;
+        // UniformTypeKVCacheSpecs.max_memory_usage_bytes: max pages × the summed page.
+        pg.requestBytes = need * total;
         pg.tokens = pg.blocks * d.blockSize * d.dcp;
         pg.concurrency = static_cast<double>(pg.blocks) / static_cast<double>(need);
         return pg;
@@ -317,6 +320,8 @@ Paging vllmPaging(const std::vector<GroupCost>& costs, const Deployment& d, std:
     pg.paddingLayers = padding;
     pg.blocks = pool / maxPage / groupSize;
     pg.blocksPerRequest = need;
+    // _max_memory_usage_bytes_from_groups: group_size × page × Σ blocks needed.
+    pg.requestBytes = groupSize * maxPage * need;
     pg.tokens = pg.blocks / groups * minBlock * d.dcp;
     pg.concurrency = static_cast<double>(pg.blocks) / static_cast<double>(need);
     if (padding > 0)
@@ -615,6 +620,7 @@ Result<Report> evaluate(const ModelSpec& m, const GpuSpec& gpu, const Deployment
         r.vllmGroupSize = pg.groupSize;
         r.vllmPaddingLayers = pg.paddingLayers;
         r.vllmBlocksPerRequest = pg.blocksPerRequest;
+        r.vllmRequestBytesPerRank = pg.requestBytes;
         r.vllmTokens = pg.tokens;
         r.vllmConcurrency = pg.concurrency;
         r.pagingNotes = pg.notes;
@@ -683,6 +689,12 @@ Result<Report> evaluate(const ModelSpec& m, const GpuSpec& gpu, const Deployment
     }
     for (const auto& n : r.pagingNotes)
         r.warnings.push_back(n);
+    if (latent && d.kvDtype == KvDtype::FP8 &&
+        std::any_of(m.layerGroups.begin(), m.layerGroups.end(),
+                    [](const LayerGroup& g) { return g.indexerHeadDim > 0; }))
+        r.warnings.push_back("vLLM serves DeepSeek-V3.2's fp8 KV cache as fp8_ds_mla (656 B per "
+                             "token per layer; DeepseekV32ForCausalLM.verify_and_update_config): "
+                             "use --kv-dtype fp8_ds_mla to match it");
     if (!r.step.commCounted)
         r.warnings.push_back(gpu.name + " has no interconnect_gb_s: the decode step's TP "
                                         "all-reduces are not counted in its time");

@@ -155,6 +155,10 @@ struct Report {
     std::int64_t blocksPerRank = 0; ///< floor(pool / (page · L)); hybrid: pool // page // group
     std::int64_t vllmKvCacheGroups = 1, vllmGroupSize = 0, vllmPaddingLayers = 0;
     std::int64_t vllmBlocksPerRequest = 0; ///< blocks one max_model_len request takes
+    /// Bytes vLLM reserves for one request at S (max_memory_usage_bytes: sliding layers at
+    /// min(W - 1 + max_num_batched_tokens, S) + 1 block, chunks at min(C + batched, S),
+    /// mamba one page), for admission and the concurrency it logs.
+    std::int64_t vllmRequestBytesPerRank = 0;
     std::vector<std::string> pagingNotes;
     std::int64_t vllmTokens = 0;    ///< blocks · block_size · dcp, as vLLM logs it
     double vllmConcurrency = 0;     ///< as vLLM logs it

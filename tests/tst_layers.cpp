@@ -1,6 +1,7 @@
 // Layer groups: every real 2026 config resolves into per-kind groups whose counts and bytes are
 // computed by hand from the config below; vLLM's hybrid allocator pages them; hostile inputs
 // (unknown kinds, wrong lengths, NaN/Infinity, invalid UTF-8) give one valid-UTF-8 error line.
+#include "core/format.h"
 #include "core/gpu.h"
 #include "core/jsonutil.h"
 #include "core/law.h"
@@ -9,6 +10,7 @@
 #include "core/presets.h"
 
 #include <QtTest/QtTest>
+#include <nlohmann/json.hpp>
 
 using namespace kvscope;
 
@@ -84,6 +86,7 @@ private Q_SLOTS:
     void vllmPaging_data();
     void vllmPaging();
     void perRankState();
+    void reportsListGroups();
     void pythonLiterals();
     void hostile_data();
     void hostile();
@@ -264,6 +267,53 @@ void TestLayers::vllmPaging() {
     QCOMPARE(r->vllmTokens, tokens);
     QCOMPARE(r->vllmConcurrency,
              static_cast<double>(blocks) / static_cast<double>(blocksPerRequest));
+    // _max_memory_usage_bytes_from_groups: group_size × page × Σ blocks needed.
+    QCOMPARE(r->vllmRequestBytesPerRank, groupSize * pageBytes * blocksPerRequest);
+}
+
+void TestLayers::reportsListGroups() {
+    auto m = load(QStringLiteral("openai__gpt-oss-20b.json"));
+    QVERIFY(m.ok());
+    Deployment d;
+    d.poolGiB = 40;
+    const GpuSpec gpu = loadGpu("h200").value();
+    auto r = evaluate(m.value(), gpu, d);
+    QVERIFY(r.ok());
+    const auto j = nlohmann::json::parse(jsonReport(m.value(), gpu, r.value()));
+    const auto& groups = j["model"]["layer_groups"];
+    QCOMPARE(groups.size(), std::size_t(2));
+    QCOMPARE(groups[0]["kind"].get<std::string>(), std::string("sliding"));
+    QCOMPARE(groups[0]["window"].get<std::int64_t>(), 128LL);
+    QCOMPARE(groups[0]["layers"].size(), std::size_t(12));
+    QCOMPARE(groups[0]["layers"][1].get<std::int64_t>(), 2LL);
+    QCOMPARE(groups[1]["kind"].get<std::string>(), std::string("full"));
+    QVERIFY(groups[1]["window"].is_null());
+    for (const auto& g : groups) {
+        QCOMPARE(g["kv_heads"].get<std::int64_t>(), 8LL);
+        QCOMPARE(g["head_dim_k"].get<std::int64_t>(), 64LL);
+        QCOMPARE(g["head_dim_v"].get<std::int64_t>(), 64LL);
+        QCOMPARE(g["bytes_per_token_per_layer"].get<std::int64_t>(), 2'048LL);
+        QCOMPARE(g["state_bytes_per_request_per_layer"].get<std::int64_t>(), 0LL);
+    }
+    QCOMPARE(j["model"]["mtp_layers"].get<std::int64_t>(), 0LL);
+    QCOMPARE(j["vllm_kv_cache_groups"].get<std::int64_t>(), 2LL);
+    const std::string text = textReport(m.value(), gpu, r.value());
+    QVERIFY(text.find("Layer groups") != std::string::npos);
+    QVERIFY(text.find("12 sliding (128)") != std::string::npos);
+    QVERIFY(text.find("layer_types + sliding_window") != std::string::npos);
+    // Qwen3.5: linear state and the MTP layer are listed too.
+    auto q = load(QStringLiteral("Qwen__Qwen3.5-35B-A3B.json"));
+    QVERIFY(q.ok());
+    auto rq = evaluate(q.value(), gpu, d);
+    QVERIFY(rq.ok());
+    const auto jq = nlohmann::json::parse(jsonReport(q.value(), gpu, rq.value()));
+    QCOMPARE(jq["model"]["mtp_layers"].get<std::int64_t>(), 1LL);
+    QCOMPARE(jq["model"]["layer_groups"][0]["kind"].get<std::string>(), std::string("linear"));
+    QCOMPARE(
+        jq["model"]["layer_groups"][0]["state_bytes_per_request_per_layer"].get<std::int64_t>(),
+        2'146'304LL);
+    const std::string tq = textReport(q.value(), gpu, rq.value());
+    QVERIFY(tq.find("1 mtp") != std::string::npos);
 }
 
 void TestLayers::perRankState() {

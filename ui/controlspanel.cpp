@@ -28,15 +28,9 @@ QSlider* makeSlider(QWidget* parent, const QString& name) {
     return s;
 }
 
+/// The menu label of a KV dtype: its row in core's dtype table.
 QString dtypeTitle(KvDtype d) {
-    switch (d) {
-    case KvDtype::Auto:
-        return QObject::tr("auto (model dtype)");
-    case KvDtype::FP8DsMla:
-        return QObject::tr("fp8_ds_mla (656 B/layer)");
-    default:
-        return q(toString(d));
-    }
+    return q(kvDtypeInfo(d).title);
 }
 } // namespace
 

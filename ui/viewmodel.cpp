@@ -277,8 +277,8 @@ const std::vector<std::int64_t>& batchChoices() {
 
 std::vector<KvDtype> kvDtypeChoices(const ModelSpec& m, const GpuSpec& gpu, const Deployment& d) {
     std::vector<KvDtype> out;
-    for (KvDtype k : {KvDtype::Auto, KvDtype::BF16, KvDtype::FP16, KvDtype::FP8, KvDtype::FP32,
-                      KvDtype::FP8DsMla}) {
+    for (const KvDtypeInfo& row : kvDtypeTable()) {
+        const KvDtype k = row.dtype;
         Deployment t = d;
         t.kvDtype = k;
         if (k == d.kvDtype || validate(m, gpu, t).ok())
