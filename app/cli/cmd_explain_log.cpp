@@ -1,24 +1,25 @@
 // kvscope-cli explain-log: read a vLLM or SGLang startup log, predict its KV numbers and
 // explain the difference term by term.
-#include "args.h"
 #include "command.h"
 #include "core/explain_log.h"
+#include "options.h"
 
 #include <iostream>
 #include <iterator>
+#include <memory>
 
 namespace {
 
-int runExplainLog(const kvscope::cli::Args& args) {
+struct ExplainArgs {
+    std::string file, model, gpu;
+    bool json = false;
+};
+
+int runExplainLog(const ExplainArgs& a) {
     using kvscope::cli::fail;
-    kvscope::cli::ArgParser p({"--model", "--gpu"}, {"--json"});
-    if (!p.parse(args))
-        return fail(p.error());
-    if (p.positional().size() != 1)
-        return fail(p.positional().empty()
-                        ? "FILE: missing (a vLLM or SGLang startup log, or - for stdin)"
-                        : p.positional()[1] + ": unexpected argument (one log file)");
-    const std::string& file = p.positional().front();
+    if (a.file.empty())
+        return fail("FILE: missing (a vLLM or SGLang startup log, or - for stdin)");
+    const std::string& file = a.file;
     kvscope::Result<kvscope::EngineLog> log = kvscope::makeError("log", "unread");
     if (file == "-") {
         std::string text((std::istreambuf_iterator<char>(std::cin)),
@@ -30,22 +31,33 @@ int runExplainLog(const kvscope::cli::Args& args) {
     if (!log.ok())
         return fail(file + ": " + log.error().message());
     kvscope::ExplainOptions opt;
-    opt.model = p.value("--model").value_or("");
-    opt.gpu = p.value("--gpu").value_or("");
+    opt.model = a.model;
+    opt.gpu = a.gpu;
     auto e = kvscope::explainEngineLog(log.value(), opt);
     if (!e.ok())
         return fail(e.error().message());
-    if (p.has("--json"))
+    if (a.json)
         std::cout << kvscope::explanationJson(e.value());
     else
         std::cout << kvscope::explanationText(e.value());
     return 0;
 }
 
+kvscope::cli::Runner setupExplainLog(CLI::App& app) {
+    auto a = std::make_shared<ExplainArgs>();
+    app.add_option("FILE", a->file, "A vLLM or SGLang startup log, or - for stdin")
+        ->type_name("FILE|-");
+    app.add_option("--model", a->model, "Model to explain with, instead of the one the log names")
+        ->type_name("ID|PATH");
+    app.add_option("--gpu", a->gpu, "GPU to explain with, instead of the one the log names")
+        ->type_name("ID|PATH");
+    app.add_flag("--json", a->json, "Print the explanation as JSON");
+    return [a] { return runExplainLog(*a); };
+}
+
 } // namespace
 
 KVSCOPE_CLI_COMMAND({"explain-log",
-                     "explain-log FILE|- [--model <id|path>] [--gpu <id|path>] [--json]",
                      "Read a vLLM or SGLang startup log, predict its KV cache numbers and "
                      "explain the difference term by term",
-                     &runExplainLog});
+                     &setupExplainLog});

@@ -1,11 +1,12 @@
 // kvscope-cli sweep: the size numbers over TP ∈ {1, 2, 4, …} and every valid h_kv.
-#include "args.h"
 #include "command.h"
 #include "core/format.h"
+#include "options.h"
 #include "size_flags.h"
 
 #include <iomanip>
 #include <iostream>
+#include <memory>
 
 namespace {
 
@@ -18,32 +19,21 @@ std::string csvField(const std::string& s) {
     return out + "\"";
 }
 
-int runSweep(const kvscope::cli::Args& args) {
-    std::vector<std::string> rest;
-    std::int64_t maxTp = 0;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        if (args[i] == "--max-tp" && i + 1 < args.size()) {
-            kvscope::cli::ArgParser p({"--max-tp"}, {});
-            p.parse({args[i], args[i + 1]});
-            auto v = p.integer("--max-tp");
-            if (!p.ok())
-                return kvscope::cli::fail(p.error());
-            if (!v || *v < 1 || *v > kvscope::kMaxTp)
-                return kvscope::cli::fail("--max-tp: must be between 1 and " +
-                                          std::to_string(kvscope::kMaxTp));
-            maxTp = *v;
-            ++i;
-        } else {
-            rest.push_back(args[i]);
-        }
-    }
-    auto in = kvscope::cli::parseSizeFlags(rest, {"--csv"});
+struct SweepArgs {
+    kvscope::FieldTexts texts;
+    std::int64_t maxTp = 0; ///< 0: min(query heads, 64)
+    bool csv = false;
+};
+
+int runSweep(const SweepArgs& a) {
+    auto in = kvscope::cli::resolveSizeInputs(a.texts);
     if (!in.ok())
         return kvscope::cli::fail(in.error().message());
+    std::int64_t maxTp = a.maxTp;
     if (maxTp == 0)
         maxTp = std::min<std::int64_t>(in->model.qHeads.value, 64);
     const auto rows = kvscope::sweep(in->model, in->gpu, in->deployment, maxTp);
-    if (in->csv) {
+    if (a.csv) {
         std::cout << "tp,variant,kv_heads,kv_heads_per_rank,kv_replicated,cell_bytes_per_token,"
                      "cell_bytes_per_token_per_rank,pool_bytes_per_rank,tokens_capacity,"
                      "max_concurrency,intensity_flop_per_byte,attainable_fraction_of_peak,"
@@ -95,7 +85,30 @@ int runSweep(const kvscope::cli::Args& args) {
     return 0;
 }
 
+kvscope::cli::Runner setupSweep(CLI::App& app) {
+    auto a = std::make_shared<SweepArgs>();
+    kvscope::cli::addSizeOptions(app, a->texts);
+    app.add_option("--max-tp", a->maxTp, "Largest TP size to sweep (default: min(heads, 64))")
+        ->type_name("N")
+        ->check(CLI::Validator(
+            [](std::string& v) -> std::string {
+                std::size_t used = 0;
+                long long n = 0;
+                try {
+                    n = std::stoll(v, &used);
+                } catch (const std::exception&) {
+                    used = 0;
+                }
+                if (used == 0 || used != v.size() || n < 1 || n > kvscope::kMaxTp)
+                    return "must be between 1 and " + std::to_string(kvscope::kMaxTp);
+                return {};
+            },
+            std::string()));
+    app.add_flag("--csv", a->csv, "Print CSV, one row per (TP, variant)");
+    return [a] { return runSweep(*a); };
+}
+
 } // namespace
 
-KVSCOPE_CLI_COMMAND({"sweep", "sweep --model <id|path> [size flags] [--max-tp N] [--csv]",
-                     "The size numbers over TP = 1, 2, 4, ... and every valid h_kv", &runSweep});
+KVSCOPE_CLI_COMMAND({"sweep", "The size numbers over TP = 1, 2, 4, ... and every valid h_kv",
+                     &setupSweep});
