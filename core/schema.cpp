@@ -4,11 +4,11 @@
 
 #include <charconv>
 #include <cmath>
-#include <cstdlib>
 #include <iostream>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <type_traits>
 
 namespace kvscope {
 
@@ -30,13 +30,13 @@ std::optional<std::int64_t> parseInteger(std::string_view text) {
     return out;
 }
 
+/// Locale-independent (the GUI runs under the user's LC_NUMERIC, where strtod may want "0,85").
 std::optional<double> parseNumber(std::string_view text) {
-    const std::string s(text);
-    if (s.empty() || std::isspace(static_cast<unsigned char>(s.front())))
-        return std::nullopt;
-    char* end = nullptr;
-    const double v = std::strtod(s.c_str(), &end);
-    if (end != s.c_str() + s.size() || !std::isfinite(v))
+    double v = 0;
+    const char* b = text.data();
+    const char* e = b + text.size();
+    auto [p, ec] = std::from_chars(b, e, v, std::chars_format::general);
+    if (text.empty() || ec != std::errc() || p != e || !std::isfinite(v))
         return std::nullopt;
     return v;
 }
