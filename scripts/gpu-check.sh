@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu-check.sh: on a machine with an NVIDIA GPU, CUDA and CMake (no Qt, no network): build
 # kvscope-cli with the CUDA backend, run the reference self-check of every CUDA kernel, then a
-# benchmark sweep covering issue 4's targets, and print a short table last.
+# benchmark sweep over the measured shapes, and print a short table last.
 #
 #   OUT=/some/dir scripts/gpu-check.sh      # JSON and logs go to $OUT (default /tmp)
 #
