@@ -156,6 +156,9 @@ CLI::Validator integer(std::int64_t min) {
 kvscope::cli::Runner setupPlan(CLI::App& app) {
     auto a = std::make_shared<PlanArgs>();
     kvscope::cli::addFieldOptions(app, a->texts, &planField);
+    for (const char* required : {"--model", "--context"}) // no default here: plan needs both
+        app.get_option(required)->default_str("")->description(
+            app.get_option(required)->get_description() + " (required)");
     app.add_option("--concurrency", a->concurrency,
                    "Concurrent requests of --context tokens to hold")
         ->type_name("N")
