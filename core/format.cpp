@@ -1,5 +1,7 @@
 #include "core/format.h"
 
+#include "core/engines/engines.h"
+
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -140,13 +142,38 @@ std::string textReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) 
         "counted from the config; embeddings " +
             std::string(m.tiedEmbeddings.value ? "tied" : "untied") + " (" +
             m.tiedEmbeddings.source + ")");
-    row("KV dtype", toString(r.kvDtype) + " (" + std::to_string(r.kvBytesPerElement) + " B)",
+    row("KV dtype",
+        toString(r.kvDtype) + (r.kvStorageBits % 8 == 0 &&
+                                       kvDtypeInfo(r.kvDtype).scaleBytesPerGroup == 0 &&
+                                       kvDtypeInfo(r.kvDtype).scaleBytesPerTokenHead == 0 &&
+                                       kvDtypeInfo(r.kvDtype).fixedBytesPerTokenPerLayer == 0
+                                   ? " (" + std::to_string(r.kvBytesPerElement) + " B)"
+                                   : " (" + std::string(kvDtypeInfo(r.kvDtype).title) + ")"),
         m.torchDtype.source + " = " + m.torchDtype.value);
-    if (m.windowLayerCount() > 0)
-        row("layer kinds",
-            std::to_string(m.windowLayerCount()) + " of " + std::to_string(m.layers.value) +
-                " sliding",
-            m.layerKindsSource);
+    if (m.layerGroups.size() > 1 || m.windowLayerCount() > 0 ||
+        (m.layerGroups.size() == 1 && m.layerGroups[0].kind != LayerKind::Full &&
+         m.layerGroups[0].kind != LayerKind::Mla)) {
+        o << "\nLayer groups (cache kind per layer, provenance on the right)\n";
+        for (const auto& g : m.layerGroups) {
+            std::string what = std::to_string(g.count()) + " " + toString(g.kind);
+            if (g.window)
+                what += g.kind == LayerKind::Compressed ? " (1:" + withCommas(*g.window) + ")"
+                                                        : " (" + withCommas(*g.window) + ")";
+            std::string bytes;
+            if (storesPerTokenKv(g.kind))
+                bytes = withCommas(g.bytesPerTokenPerLayer) + " B/token/layer";
+            else if (g.stateBytesPerRequestPerLayer > 0)
+                bytes = humanBytes(static_cast<double>(g.stateBytesPerRequestPerLayer)) +
+                        "/request/layer";
+            else
+                bytes = "no cache";
+            o << "  " << pad(what, w) << pad(bytes, 22) << "  " << g.source << '\n';
+        }
+        if (m.mtpLayers.value > 0)
+            o << "  " << pad(std::to_string(m.mtpLayers.value) + " mtp", w)
+              << pad("not allocated", 22) << "  " << m.mtpLayers.source
+              << " (KV only with speculative decoding)\n";
+    }
 
     o << "\nBytes per token (the cell)\n";
     row("cell, whole model", bytesExact(r.cellBytesPerToken));
@@ -160,7 +187,14 @@ std::string textReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) 
         r.dcp > 1 ? "ceil(S / DCP) = " + withCommas(r.contextPerRank) + " tokens per rank" : "");
 
     const PoolBreakdown& p = r.pool;
-    o << "\nKV pool per rank (" << (p.overridden ? "--pool-gib" : toString(p.model)) << ")\n";
+    o << "\nKV pool per rank ("
+      << (p.overridden                      ? std::string("--pool-gib")
+          : p.model == PoolModel::Datasheet ? std::string("datasheet")
+                                            : p.engine.text())
+      << (p.pp > 1 ? ", limiting stage " + std::to_string(p.limitingStage) + " of " +
+                         std::to_string(p.pp)
+                   : std::string())
+      << ")\n";
     if (p.overridden) {
         row("pool", humanBytes(static_cast<double>(p.poolBytes)), "set by --pool-gib");
     } else {
@@ -174,18 +208,25 @@ std::string textReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) 
             toString(r.weightDtype) + ", " + humanCount(static_cast<double>(r.params.total())) +
                 " params / " + std::to_string(r.tp));
         if (p.model == PoolModel::Vllm) {
-            row("- activation peak", humanBytes(static_cast<double>(p.activationPeakBytes)),
-                "profiling pass: activations + fp32 logits");
-            row("- non-torch, TP=1", humanBytes(static_cast<double>(p.cudaContextBytes)),
-                "cuBLAS workspaces, allocator slack");
-            row("- CUDA graphs", humanBytes(static_cast<double>(p.cudaGraphBytes)),
-                "67 captured sizes, shared pool");
-            if (p.ncclBytes)
-                row("- NCCL buffers", humanBytes(static_cast<double>(p.ncclBytes)));
-            if (p.customAllReduceBytes)
-                row("- custom all-reduce", humanBytes(static_cast<double>(p.customAllReduceBytes)));
+            // The engine's own terms, each with the rule and its source (core/engines/).
+            for (const PoolTerm& t : p.terms) {
+                if (t.key == "budget" || t.key == "weights" || t.key == "pool")
+                    continue;
+                row((t.subtracted ? "- " : "  (") + t.label + (t.subtracted ? "" : ")"),
+                    humanBytes(static_cast<double>(t.bytes)), t.rule);
+            }
         }
-        row("= pool", humanBytes(static_cast<double>(p.poolBytes)), withCommas(p.poolBytes) + " B");
+        if (p.pp > 1) {
+            row("= pool, stage " + std::to_string(p.limitingStage),
+                humanBytes(static_cast<double>(p.stagePoolBytes)),
+                std::to_string(p.stageLayers) + " of " + std::to_string(r.layers) +
+                    " layers; the smallest stage sets the blocks");
+            row("  as all layers", humanBytes(static_cast<double>(p.poolBytes)),
+                "stage pool × L / stage layers, for the per-token arithmetic below");
+        } else {
+            row("= pool", humanBytes(static_cast<double>(p.poolBytes)),
+                withCommas(p.poolBytes) + " B");
+        }
     }
 
     o << "\nCapacity\n";
@@ -193,10 +234,23 @@ std::string textReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) 
         "pool / per-rank cell" + std::string(r.dcp > 1 ? " x DCP" : ""));
     row("max concurrency", withCommas(r.maxConcurrency),
         "requests of " + withCommas(r.context) + " tokens (" + fixed(r.concurrency, 2) + ")");
-    row("vLLM page", bytesExact(r.pageBytes),
-        std::to_string(r.pageBytes / r.cellBytesPerTokenPerLayerPerRank) +
-            "-token block, one layer, one rank");
-    row("blocks per rank", withCommas(r.blocksPerRank), "pool / (page x L)");
+    if (r.vllmKvCacheGroups > 1) {
+        row("vLLM page", bytesExact(r.pageBytes),
+            std::to_string(r.blockSize) + "-token attention block, one layer, one rank");
+        row("KV cache groups",
+            std::to_string(r.vllmKvCacheGroups) + " x " + std::to_string(r.vllmGroupSize) +
+                " layers",
+            r.vllmPaddingLayers > 0 ? std::to_string(r.vllmPaddingLayers) + " padding layer(s)"
+                                    : "hybrid allocator");
+        row("blocks per rank", withCommas(r.blocksPerRank), "pool / (page x group size)");
+        row("blocks per request", withCommas(r.vllmBlocksPerRequest),
+            "summed over groups at " + withCommas(r.context) + " tokens");
+    } else {
+        row("vLLM page", bytesExact(r.pageBytes),
+            std::to_string(r.blockSize) + "-token block, " +
+                (r.vllmGroupSize > 0 ? "one layer" : "all layers") + ", one rank");
+        row("blocks per rank", withCommas(r.blocksPerRank), "pool / (page x L)");
+    }
     o << "\nvLLM would log\n  " << r.vllmLogTokens << "\n  " << r.vllmLogConcurrency << "\n";
 
     o << "\nDecode attention on the roofline (" << gpu.name << ")\n";
@@ -226,12 +280,36 @@ std::string textReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) 
     row("weights per rank", humanBytes(static_cast<double>(r.weightBytesPerRank)),
         toString(r.weightDtype));
 
+    const DecodeStep& st = r.step;
     o << "\nOne decode step per rank (batch " << r.batch << ", " << withCommas(r.context)
       << " tokens)\n";
-    row("weights read", humanBytes(static_cast<double>(r.stepWeightBytesPerRank)));
-    row("KV read", humanBytes(static_cast<double>(r.stepKvBytesPerRank)),
-        fixed(100.0 * r.stepKvFraction, 1) + "% of the step's bytes");
-    row("time >= bytes / BW", fixed(r.stepTimeLowerBoundS * 1e3, 2) + " ms");
+    row("weights read", humanBytes(static_cast<double>(st.weightBytes)),
+        st.moeLayers > 0
+            ? fixed(st.expertsTouchedPerMoeLayer, 1) + " of " +
+                  std::to_string(m.routedExperts.value) + " routed experts per MoE layer touched"
+            : "read once per step");
+    row("KV read", humanBytes(static_cast<double>(st.kvBytes)),
+        fixed(100.0 * st.kvFraction, 1) + "% of the step's bytes");
+    row("activations", humanBytes(static_cast<double>(st.activationBytes)),
+        "GEMM inputs/outputs, Q/O, residual stream (16-bit)");
+    row("bytes / BW", fixed(st.memoryTimeS * 1e3, 3) + " ms",
+        humanBytes(static_cast<double>(st.bytes())) + " / " +
+            humanBandwidth(gpu.bandwidthBytesPerS));
+    row("FLOPs / peak", fixed(st.computeTimeS * 1e3, 3) + " ms",
+        fixed(st.flops() / 1e12, 3) + " TFLOP (GEMMs " + fixed(st.gemmFlops / 1e12, 3) +
+            ", attention " + fixed(st.attentionFlops / 1e12, 3) + ")");
+    if (r.tp > 1)
+        row("TP all-reduces",
+            st.commCounted ? fixed(st.commTimeS * 1e3, 3) + " ms" : std::string("not counted"),
+            humanBytes(static_cast<double>(st.commBytes)) + " sent per rank" +
+                (st.commCounted
+                     ? " / " + humanBandwidth(gpu.interconnectBytesPerS / 2) + " each way (" +
+                           (gpu.interconnect.empty() ? "interconnect" : gpu.interconnect) + ")"
+                     : ": the GPU's interconnect_gb_s is unknown"));
+    row("time per token >=", fixed(st.timeLowerBoundS * 1e3, 3) + " ms",
+        toString(st.bound) + "-bound: max(bytes, FLOPs) + all-reduces");
+    row("tokens/s", fixed(st.tokensPerSPerGpu, 1) + " per GPU",
+        fixed(st.tokensPerS, 1) + " for the deployment (" + std::to_string(r.tp) + " GPUs)");
 
     if (!r.warnings.empty()) {
         o << "\nWarnings\n";
@@ -254,13 +332,35 @@ std::string jsonReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) 
                   {"kv_lora_rank", r.kvLoraRank},
                   {"qk_rope_head_dim", r.qkRopeHeadDim},
                   {"params", r.params.total()}};
+    json groups = json::array();
+    for (const auto& g : m.layerGroups) {
+        groups.push_back({{"kind", toString(g.kind)},
+                          {"layers", g.layers},
+                          {"count", g.count()},
+                          {"window", g.window ? json(*g.window) : json(nullptr)},
+                          {"kv_heads", g.kvHeads},
+                          {"head_dim_k", g.headDimK},
+                          {"head_dim_v", g.headDimV},
+                          {"bytes_per_token_per_layer", g.bytesPerTokenPerLayer},
+                          {"state_bytes_per_request_per_layer", g.stateBytesPerRequestPerLayer},
+                          {"source", g.source}});
+        if (g.indexerHeadDim > 0)
+            groups.back()["indexer_bytes_per_token_per_layer"] =
+                indexerBytesPerToken(g.indexerHeadDim);
+        if (g.encoderTokens > 0)
+            groups.back()["encoder_tokens"] = g.encoderTokens;
+    }
+    model["layer_groups"] = groups;
+    model["mtp_layers"] = m.mtpLayers.value;
     json provenance = {{"layers", m.layers.source},
                        {"q_heads", m.qHeads.source},
                        {"kv_heads", m.kvHeads.source},
                        {"head_dim", m.headDim.source},
                        {"hidden", m.hidden.source},
                        {"dtype", m.torchDtype.source},
-                       {"tied_embeddings", m.tiedEmbeddings.source}};
+                       {"tied_embeddings", m.tiedEmbeddings.source},
+                       {"layer_kinds", m.layerKindsSource},
+                       {"mtp_layers", m.mtpLayers.source}};
     const PoolBreakdown& p = r.pool;
     json pool = {{"model", p.overridden ? "override" : toString(p.model)},
                  {"capacity_bytes", p.capacityBytes},
@@ -270,9 +370,29 @@ std::string jsonReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) 
                  {"weight_bytes", p.weightBytes},
                  {"activation_peak_bytes", p.activationPeakBytes},
                  {"cuda_graph_bytes", p.cudaGraphBytes},
+                 {"cuda_graph_estimate_bytes", p.cudaGraphEstimateBytes},
                  {"nccl_bytes", p.ncclBytes},
                  {"custom_all_reduce_bytes", p.customAllReduceBytes},
                  {"pool_bytes", p.poolBytes}};
+    if (p.pp > 1)
+        pool["stages"] = {{"pp", p.pp},
+                          {"limiting_stage", p.limitingStage},
+                          {"stage_layers", p.stageLayers},
+                          {"stage_pool_bytes", p.stagePoolBytes}};
+    if (p.engine.name == EngineName::Sglang && p.model == PoolModel::Vllm && !p.overridden) {
+        pool["mem_fraction_static"] = p.memFractionStatic;
+        pool["mem_fraction_static_source"] = p.memFractionSource;
+        pool["free_before_weights_bytes"] = p.freeBeforeWeightsBytes;
+    }
+    json breakdown = json::array();
+    for (const PoolTerm& t : p.terms)
+        breakdown.push_back({{"key", t.key},
+                             {"label", t.label},
+                             {"bytes", t.bytes},
+                             {"subtracted", t.subtracted},
+                             {"rule", t.rule},
+                             {"source", t.source}});
+    pool["breakdown"] = breakdown;
     json j = {{"model", model},
               {"provenance", provenance},
               {"gpu", {{"id", gpu.id}, {"name", gpu.name}}},
@@ -282,6 +402,7 @@ std::string jsonReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) 
               {"batch", r.batch},
               {"kv_dtype", toString(r.kvDtype)},
               {"kv_bytes_per_element", r.kvBytesPerElement},
+              {"kv_storage_bits", r.kvStorageBits},
               {"weight_dtype", toString(r.weightDtype)},
               {"q_heads_per_rank", r.qHeadsPerRank},
               {"kv_heads_per_rank", r.kvHeadsPerRank},
@@ -293,12 +414,21 @@ std::string jsonReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) 
               {"request_bytes_per_rank", r.requestBytesPerRank},
               {"pool", pool},
               {"pool_bytes_per_rank", p.poolBytes},
+              {"engine", {{"name", toString(p.engine.name)}, {"version", p.engine.version.text()}}},
+              {"engine_tokens", engineTokens(r)},
+              {"engine_kv_bytes_per_rank", p.pp > 1 ? p.stagePoolBytes : p.poolBytes},
               {"fits", r.fits},
               {"tokens_capacity", r.tokensCapacity},
               {"max_concurrency", r.maxConcurrency},
               {"concurrency", r.concurrency},
               {"page_bytes", r.pageBytes},
               {"blocks_per_rank", r.blocksPerRank},
+              {"block_size", r.blockSize},
+              {"vllm_kv_cache_groups", r.vllmKvCacheGroups},
+              {"vllm_group_size", r.vllmGroupSize},
+              {"vllm_padding_layers", r.vllmPaddingLayers},
+              {"vllm_blocks_per_request", r.vllmBlocksPerRequest},
+              {"fixed_state_bytes_per_request_per_rank", r.fixedStateBytesPerRequestPerRank},
               {"vllm_log", {r.vllmLogTokens, r.vllmLogConcurrency}},
               {"intensity_flop_per_byte", r.intensityFlopPerByte},
               {"ridge_flop_per_byte", r.ridgeFlopPerByte},
@@ -308,10 +438,24 @@ std::string jsonReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) 
               {"weight_bytes", r.weightBytes},
               {"weight_bytes_per_rank", r.weightBytesPerRank},
               {"decode_step",
-               {{"weight_bytes_per_rank", r.stepWeightBytesPerRank},
-                {"kv_bytes_per_rank", r.stepKvBytesPerRank},
-                {"kv_fraction", r.stepKvFraction},
-                {"time_lower_bound_s", r.stepTimeLowerBoundS}}},
+               {{"weight_bytes_per_rank", r.step.weightBytes},
+                {"kv_bytes_per_rank", r.step.kvBytes},
+                {"activation_bytes_per_rank", r.step.activationBytes},
+                {"bytes", r.step.bytes()},
+                {"kv_fraction", r.step.kvFraction},
+                {"experts_touched_per_moe_layer", r.step.expertsTouchedPerMoeLayer},
+                {"flops", r.step.flops()},
+                {"gemm_flops", r.step.gemmFlops},
+                {"attention_flops", r.step.attentionFlops},
+                {"comm_bytes", r.step.commBytes},
+                {"comm_counted", r.step.commCounted},
+                {"memory_time_s", r.step.memoryTimeS},
+                {"compute_time_s", r.step.computeTimeS},
+                {"comm_time_s", r.step.commTimeS},
+                {"bound", toString(r.step.bound)},
+                {"time_lower_bound_s", r.step.timeLowerBoundS},
+                {"tokens_per_s_per_gpu", r.step.tokensPerSPerGpu},
+                {"tokens_per_s", r.step.tokensPerS}}},
               {"warnings", r.warnings}};
     if (!r.fits)
         j["no_fit_reason"] = r.noFitReason;

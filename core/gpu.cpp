@@ -57,6 +57,7 @@ Result<GpuSpec> parseGpuJson(std::string_view jsonText, const std::string& fallb
     KV_NUM(fp8, "fp8_tflops", false, 1e7)
     KV_NUM(fp32, "fp32_tflops", true, 1e7)
     KV_NUM(node, "gpus_per_node", false, 1024)
+    KV_NUM(link, "interconnect_gb_s", false, 1e6)
 #undef KV_NUM
     g.memoryBytes = std::llround(mem.value() * 1e9);
     g.driverMemoryBytes = std::llround(drv.value() * 1073741824.0);
@@ -67,6 +68,10 @@ Result<GpuSpec> parseGpuJson(std::string_view jsonText, const std::string& fallb
     g.peakBf16FlopPerS = bf16.value() * 1e12;
     g.peakFp8FlopPerS = fp8.value() * 1e12;
     g.peakFp32FlopPerS = fp32.value() * 1e12;
+    g.interconnectBytesPerS = link.value() * 1e9;
+    g.interconnect = str("interconnect", "");
+    g.interconnectSource =
+        str("interconnect_source", link.value() > 0 ? "interconnect_gb_s" : "unknown");
     if (node.value() > 0) {
         if (node.value() != std::floor(node.value()))
             return makeError("gpus_per_node", "must be a positive integer");
@@ -93,6 +98,8 @@ Status validateGpu(const GpuSpec& g) {
         return makeError("fp32_tflops", "must be a positive number");
     if (g.peakFp8FlopPerS < 0 || !std::isfinite(g.peakFp8FlopPerS))
         return makeError("fp8_tflops", "must be a positive number");
+    if (g.interconnectBytesPerS < 0 || !std::isfinite(g.interconnectBytesPerS))
+        return makeError("interconnect_gb_s", "must be a positive number");
     if (g.gpusPerNode < 1)
         return makeError("gpus_per_node", "must be a positive integer");
     return Ok{};

@@ -1,18 +1,19 @@
 // The attention-memory law (docs/formulas.md §2–§6, §8) and the engines' validation rules.
 #include "core/law.h"
 
+#include "core/engines/engines.h"
 #include "core/format.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 namespace kvscope {
 
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-constexpr std::int64_t kMiB = 1024 * 1024;
 
 std::string str(std::int64_t v) {
     return std::to_string(v);
@@ -35,45 +36,296 @@ KvDtype resolveKvDtype(const ModelSpec& m, KvDtype k) {
                                                                            : KvDtype::BF16;
 }
 
-/// Bytes one token occupies in one layer's cache on one rank.
+/// Bytes one token occupies in one attention layer's cache on one rank, for the model-wide
+/// attention geometry (the decode-intensity denominator, §5).
 std::int64_t cellPerLayerPerRank(const ModelSpec& m, const Deployment& d, KvDtype kv) {
-    if (latentMode(m, d)) {
-        if (kv == KvDtype::FP8DsMla)
-            return kFp8DsMlaBytesPerTokenPerLayer;
-        return (m.kvLoraRank.value + m.qkRopeHeadDim.value) * bytesPerElement(kv);
-    }
-    const std::int64_t kvPerRank = std::max<std::int64_t>(1, effectiveKvHeads(m, d) / d.tp);
-    return kvPerRank * (m.keyDim() + m.valueDim()) * bytesPerElement(kv);
-}
-
-/// Bytes one token occupies in one layer's cache, whole model (all distinct heads once).
-std::int64_t cellPerLayer(const ModelSpec& m, const Deployment& d, KvDtype kv) {
     if (latentMode(m, d))
-        return cellPerLayerPerRank(m, d, kv);
-    return effectiveKvHeads(m, d) * (m.keyDim() + m.valueDim()) * bytesPerElement(kv);
+        return kvTokenBytes(kv, 1, m.kvLoraRank.value + m.qkRopeHeadDim.value, 0);
+    const std::int64_t kvPerRank = std::max<std::int64_t>(1, effectiveKvHeads(m, d) / d.tp);
+    return kvTokenBytes(kv, kvPerRank, m.keyDim(), m.valueDim());
 }
 
-/// Σ over layers of per-layer bytes × min(tokens, window) — window layers keep at most
-/// `window` tokens of one request.
-std::int64_t windowedBytes(const ModelSpec& m, std::int64_t perLayer, std::int64_t tokens) {
+std::int64_t ceilDiv(std::int64_t a, std::int64_t b);
+
+/// What one layer group costs under a deployment: bytes per token per layer (the cell part),
+/// and fixed bytes per request per layer, on one rank and for the whole model.
+struct GroupCost {
+    const LayerGroup* group = nullptr;
+    LayerKind kind = LayerKind::Full;
+    std::int64_t n = 0;                 ///< layers
+    std::optional<std::int64_t> window; ///< sliding window / chunk (not compress ratio)
+    std::int64_t tokenBytesRank = 0;    ///< per token per layer, one rank
+    std::int64_t tokenBytes = 0;        ///< per token per layer, all distinct heads once
+    std::int64_t fixedBytesRank = 0;    ///< per request per layer (state, encoder tokens)
+    std::int64_t fixedBytes = 0;
+    std::int64_t auxWindow = 0; ///< compressed: uncompressed sliding window
+    std::int64_t auxTokenBytesRank = 0, auxTokenBytes = 0;
+};
+
+/// Per-token bytes of one K/V (or latent) entry in a group, one rank and whole model.
+std::pair<std::int64_t, std::int64_t> entryBytes(const ModelSpec& m, const LayerGroup& g,
+                                                 const Deployment& d, KvDtype kv) {
+    if (g.kind == LayerKind::Mla) {
+        if (latentMode(m, d)) {
+            const std::int64_t idx = g.indexerHeadDim ? indexerBytesPerToken(g.indexerHeadDim) : 0;
+            const std::int64_t latent = kvTokenBytes(kv, 1, g.headDimK, 0);
+            return {latent + idx, latent + idx}; // the latent is replicated on every rank
+        }
+        // What-if: the MLA model viewed as a GQA model with --h-kv heads.
+        const std::int64_t h = effectiveKvHeads(m, d);
+        return {kvTokenBytes(kv, std::max<std::int64_t>(1, h / d.tp), m.keyDim(), m.valueDim()),
+                kvTokenBytes(kv, h, m.keyDim(), m.valueDim())};
+    }
+    const std::int64_t h = d.kvHeads.value_or(g.kvHeads);
+    return {kvTokenBytes(kv, std::max<std::int64_t>(1, h / d.tp), g.headDimK, g.headDimV),
+            kvTokenBytes(kv, h, g.headDimK, g.headDimV)};
+}
+
+std::vector<GroupCost> groupCosts(const ModelSpec& m, const Deployment& d, KvDtype kv) {
+    std::vector<GroupCost> out;
+    for (const LayerGroup& g : m.layerGroups) {
+        GroupCost c;
+        c.group = &g;
+        c.kind = g.kind;
+        c.n = g.count();
+        switch (g.kind) {
+        case LayerKind::Full:
+        case LayerKind::Mla:
+            std::tie(c.tokenBytesRank, c.tokenBytes) = entryBytes(m, g, d, kv);
+            break;
+        case LayerKind::Sliding:
+        case LayerKind::Chunked:
+            std::tie(c.tokenBytesRank, c.tokenBytes) = entryBytes(m, g, d, kv);
+            c.window = g.window;
+            break;
+        case LayerKind::Compressed: {
+            // One entry (and indexer key) per `ratio` tokens, rounded up per token, plus the
+            // uncompressed sliding window of whole entries.
+            const auto [rank, whole] = entryBytes(m, g, d, kv);
+            const std::int64_t ratio = g.window.value_or(1);
+            const std::int64_t idx = g.indexerHeadDim ? indexerBytesPerToken(g.indexerHeadDim) : 0;
+            c.tokenBytesRank = ceilDiv(rank, ratio) + ceilDiv(idx, ratio);
+            c.tokenBytes = ceilDiv(whole, ratio) + ceilDiv(idx, ratio);
+            c.auxWindow = g.auxWindow;
+            c.auxTokenBytesRank = rank;
+            c.auxTokenBytes = whole;
+            break;
+        }
+        case LayerKind::Cross: {
+            const auto [rank, whole] = entryBytes(m, g, d, kv);
+            c.fixedBytesRank = rank * g.encoderTokens;
+            c.fixedBytes = whole * g.encoderTokens;
+            break;
+        }
+        case LayerKind::Linear:
+        case LayerKind::Mamba:
+            // vLLM's state dtypes come from mamba_cache_dtype / mamba_ssm_cache_dtype, not from
+            // --kv-cache-dtype (MambaStateDtypeCalculator, mamba_utils.py).
+            c.fixedBytesRank = stateBytesPerRank(g.state, d.tp);
+            c.fixedBytes = stateBytesPerRank(g.state, 1);
+            break;
+        case LayerKind::None:
+            break;
+        }
+        out.push_back(c);
+    }
+    return out;
+}
+
+/// One request's bytes at `tokens` tokens: per-token layers capped at their window (a
+/// chunked-local layer at its chunk), plus fixed state per request.
+std::int64_t requestBytesAt(const std::vector<GroupCost>& costs, std::int64_t tokens,
+                            bool perRank) {
     std::int64_t total = 0;
-    for (std::int64_t w : m.layerWindow)
-        total += perLayer * (w > 0 ? std::min(tokens, w) : tokens);
+    for (const GroupCost& c : costs) {
+        const std::int64_t tok = perRank ? c.tokenBytesRank : c.tokenBytes;
+        const std::int64_t held = c.window ? std::min(tokens, *c.window) : tokens;
+        total += c.n * tok * held;
+        total +=
+            c.n * (perRank ? c.auxTokenBytesRank : c.auxTokenBytes) * std::min(tokens, c.auxWindow);
+        total += c.n * (perRank ? c.fixedBytesRank : c.fixedBytes);
+    }
     return total;
+}
+
+/// vLLM's paging of the pool (per rank), following vllm/v1/core/kv_cache_utils.py:
+/// get_kv_cache_groups → uniform spec / UniformTypeKVCacheSpecs (one group; pages summed over
+/// layers), or for hybrid models unify_kv_cache_spec_page_size (smaller pages get a larger
+/// block size) and _get_kv_cache_groups_uniform_page_size (groups of group_size layers, padding
+/// layers); get_kv_cache_config_from_groups (num_blocks = pool // page // group_size);
+/// _report_kv_cache_config (tokens = num_blocks // groups · min block size · DCP);
+/// get_max_concurrency_for_kv_cache_config (num_blocks / Σ over groups of the blocks one
+/// request at max_model_len needs, from each spec's max_memory_usage_bytes).
+struct Paging {
+    std::int64_t pageBytes = 0;
+    std::int64_t blocks = 0;
+    std::int64_t blockSize = 16;
+    std::int64_t groups = 0, groupSize = 0, paddingLayers = 0;
+    std::int64_t blocksPerRequest = 0;
+    std::int64_t tokens = 0;
+    double concurrency = 0;
+    std::vector<std::string> notes;
+};
+
+Paging vllmPaging(const std::vector<GroupCost>& costs, const Deployment& d, std::int64_t pool,
+                  std::int64_t ctxRank, bool mla) {
+    Paging pg;
+    struct Spec {
+        const GroupCost* c;
+        std::int64_t perToken = 0; ///< attention: bytes per token; mamba: 0
+        std::int64_t statePage = 0;
+        std::int64_t block = 0;
+        std::int64_t page = 0;
+    };
+    std::vector<Spec> specs;
+    bool anyMamba = false, anyCross = false;
+    for (const GroupCost& c : costs) {
+        if (c.kind == LayerKind::None)
+            continue;
+        if (c.kind == LayerKind::Cross) {
+            anyCross = true;
+            continue;
+        }
+        Spec s{&c};
+        if (isFixedState(c.kind)) {
+            s.statePage = c.fixedBytesRank;
+            anyMamba = true;
+        } else {
+            s.perToken = c.tokenBytesRank;
+        }
+        specs.push_back(s);
+    }
+    if (anyCross)
+        pg.notes.push_back("cross-attention layers hold encoder tokens outside vLLM's token "
+                           "pages here (vLLM V1 pages them as CrossAttentionSpec)");
+    if (specs.empty())
+        return pg;
+    auto fullLike = [](LayerKind k) {
+        return k == LayerKind::Full || k == LayerKind::Mla || k == LayerKind::Compressed;
+    };
+    // A request's blocks in one spec at max_model_len (max_memory_usage_bytes / page):
+    //  FullAttentionSpec: cdiv(max_model_len / DCP, block)
+    //  SlidingWindowSpec: cdiv(min(W - 1 + max_num_batched_tokens, max_model_len), block) + 1
+    //  ChunkedLocalAttentionSpec: cdiv(min(C + max_num_batched_tokens, max_model_len), block)
+    //  MambaSpec (mamba_cache_mode none): one page
+    // (vllm/v1/kv_cache_interface.py)
+    auto blocksNeeded = [&](const Spec& s) -> std::int64_t {
+        const GroupCost& c = *s.c;
+        if (isFixedState(c.kind))
+            return 1;
+        if (c.kind == LayerKind::Sliding)
+            return ceilDiv(std::min(*c.window - 1 + d.maxNumBatchedTokens, d.context), s.block) + 1;
+        if (c.kind == LayerKind::Chunked)
+            return ceilDiv(std::min(*c.window + d.maxNumBatchedTokens, d.context), s.block);
+        return ceilDiv(ctxRank, s.block);
+    };
+    // UniformTypeKVCacheSpecs.is_uniform_type: every layer needs the same token slots.
+    const LayerKind k0 = specs.front().c->kind;
+    bool uniformType = true;
+    for (const Spec& s : specs) {
+        const LayerKind k = s.c->kind;
+        if (fullLike(k0) ? !fullLike(k) : (k != k0 || s.c->window != specs.front().c->window))
+            uniformType = false;
+    }
+    if (uniformType && !anyMamba) {
+        std::int64_t total = 0, need = 0;
+        for (Spec& s : specs) {
+            s.block = d.blockSize;
+            s.page = s.perToken * s.block;
+            total += s.c->n * s.page;
+            need = std::max(need, blocksNeeded(s));
+        }
+        pg.pageBytes = specs.size() == 1 ? specs.front().page : total;
+        pg.blockSize = d.blockSize;
+        pg.groups = 1;
+        pg.groupSize = specs.size() == 1 ? specs.front().c->n : 1;
+        pg.blocks = pool / total;
+        pg.blocksPerRequest = need;
+        pg.tokens = pg.blocks * d.blockSize * d.dcp;
+        pg.concurrency = static_cast<double>(pg.blocks) / static_cast<double>(need);
+        return pg;
+    }
+    // Hybrid. With mamba layers the attention block grows until an attention page holds a mamba
+    // state, in multiples of the kernel alignment (16; MLA backends 64), and the mamba page is
+    // padded to the attention page (HybridAttentionMambaModelConfig.verify_and_update_config,
+    // vllm/model_executor/models/config.py, prefix caching off).
+    std::int64_t block = d.blockSize;
+    if (anyMamba) {
+        std::int64_t statePage = 0, attn1 = 0;
+        for (const Spec& s : specs) {
+            statePage = std::max(statePage, s.statePage);
+            if (!isFixedState(s.c->kind) && attn1 == 0)
+                attn1 = s.perToken;
+        }
+        if (attn1 > 0) {
+            const std::int64_t align = mla ? 64 : 16;
+            const std::int64_t need = align * ceilDiv(statePage, align * attn1);
+            if (block < need) {
+                block = need;
+                pg.notes.push_back("vLLM raises the attention block size to " + withCommas(block) +
+                                   " tokens so that one page holds a mamba state");
+            }
+        }
+    }
+    std::int64_t maxPage = 0;
+    for (Spec& s : specs) {
+        s.block = block;
+        s.page = isFixedState(s.c->kind) ? s.statePage : s.perToken * block;
+        maxPage = std::max(maxPage, s.page);
+    }
+    // unify_kv_cache_spec_page_size: smaller attention pages take a proportionally larger
+    // block; mamba pages are padded (page_size_padded).
+    for (Spec& s : specs) {
+        if (s.page == maxPage)
+            continue;
+        if (isFixedState(s.c->kind)) {
+            s.page = maxPage;
+            continue;
+        }
+        if (maxPage % s.page != 0)
+            pg.notes.push_back("page sizes do not divide (" + withCommas(s.page) + " vs " +
+                               withCommas(maxPage) +
+                               " B): vLLM refuses to unify them; the "
+                               "figures assume padded pages");
+        s.block = s.block * (maxPage / s.page);
+        if (s.block == 0)
+            s.block = block;
+        s.page = maxPage;
+    }
+    std::int64_t minN = std::numeric_limits<std::int64_t>::max(), maxN = 0;
+    for (const Spec& s : specs) {
+        minN = std::min(minN, s.c->n);
+        maxN = std::max(maxN, s.c->n);
+    }
+    std::int64_t groupSize = minN;
+    if (static_cast<double>(maxN) < static_cast<double>(minN) * 1.5)
+        groupSize = maxN;
+    std::int64_t groups = 0, padding = 0, need = 0,
+                 minBlock = std::numeric_limits<std::int64_t>::max();
+    for (const Spec& s : specs) {
+        const std::int64_t g = ceilDiv(s.c->n, groupSize);
+        groups += g;
+        padding += g * groupSize - s.c->n;
+        need += g * blocksNeeded(s);
+        minBlock = std::min(minBlock, s.block);
+    }
+    pg.pageBytes = maxPage;
+    pg.blockSize = block;
+    pg.groups = groups;
+    pg.groupSize = groupSize;
+    pg.paddingLayers = padding;
+    pg.blocks = pool / maxPage / groupSize;
+    pg.blocksPerRequest = need;
+    pg.tokens = pg.blocks / groups * minBlock * d.dcp;
+    pg.concurrency = static_cast<double>(pg.blocks) / static_cast<double>(need);
+    if (padding > 0)
+        pg.notes.push_back("vLLM adds " + str(padding) + " padding layer(s) to make " +
+                           str(groups) + " KV cache groups of " + str(groupSize) + " layers");
+    return pg;
 }
 
 std::int64_t ceilDiv(std::int64_t a, std::int64_t b) {
     return (a + b - 1) / b;
-}
-
-/// The widest MLP activation (per token, per rank, elements) of one forward pass.
-std::int64_t mlpActivationWidth(const ModelSpec& m, std::int64_t tp) {
-    std::int64_t width = m.intermediate.value;
-    if (m.routedExperts.value > 0)
-        width = std::max(width, m.expertsPerToken.value * m.moeIntermediate.value +
-                                    m.sharedExperts.value * m.moeIntermediate.value);
-    const std::int64_t mats = m.gatedMlp.value ? 3 : 2; // gate+up output, then act output
-    return mats * width / tp;
 }
 
 } // namespace
@@ -109,7 +361,10 @@ std::string variantLabel(const ModelSpec& m, std::int64_t kvHeads) {
         return "MQA";
     if (h % kvHeads != 0)
         return "h_kv=" + str(kvHeads);
-    return "GQA-" + str(h / kvHeads);
+    // The GQA paper (Ainslie et al. 2023, §2.2) names a model by its number of KV groups:
+    // "GQA-G" has G = h_kv groups, so Llama-3-8B (32 query heads, 8 KV heads) is GQA-8, with
+    // g = h / h_kv = 4 query heads per group.
+    return "GQA-" + str(kvHeads);
 }
 
 Status validate(const ModelSpec& m, const GpuSpec& gpu, const Deployment& d) {
@@ -120,6 +375,12 @@ Status validate(const ModelSpec& m, const GpuSpec& gpu, const Deployment& d) {
         return makeError("tp", "must be at most " + str(kMaxTp) + ", got " + str(d.tp));
     if (d.dcp < 1)
         return makeError("dcp", "must be a positive integer, got " + str(d.dcp));
+    if (d.pp < 1 || d.pp > m.layers.value)
+        return makeError("pp", "must be between 1 and the layer count (" + str(m.layers.value) +
+                                   "), got " + str(d.pp));
+    if (d.memFractionStatic && !(*d.memFractionStatic > 0 && *d.memFractionStatic < 1))
+        return makeError("mem-fraction-static",
+                         "must be in (0, 1), got " + std::to_string(*d.memFractionStatic));
     if (d.kvHeads) {
         const std::int64_t k = *d.kvHeads;
         if (k < 1)
@@ -157,6 +418,10 @@ Status validate(const ModelSpec& m, const GpuSpec& gpu, const Deployment& d) {
                                         "heads (" +
                                         str(hkv) + ")");
     }
+    if (!kvDtypeInfo(d.kvDtype).mlaLatent && latent)
+        return makeError("kv-dtype", toString(d.kvDtype) +
+                                         " is a per-head K/V layout; vLLM's MLA latent cache "
+                                         "does not take it (use fp8 or fp8_ds_mla)");
     if (d.kvDtype == KvDtype::FP8DsMla && !latent)
         return makeError("kv-dtype", "fp8_ds_mla is vLLM's MLA latent layout; this deployment "
                                      "caches per-head K/V (use fp8)");
@@ -205,6 +470,7 @@ PoolBreakdown computePool(const ModelSpec& m, const GpuSpec& gpu, const Deployme
                           std::int64_t weightBytesPerRank) {
     PoolBreakdown p;
     p.model = d.poolModel;
+    p.engine = d.engine;
     p.util = d.gpuMemUtil;
     p.weightBytes = weightBytesPerRank;
     if (d.poolGiB) {
@@ -225,54 +491,10 @@ PoolBreakdown computePool(const ModelSpec& m, const GpuSpec& gpu, const Deployme
         p.poolBytes = p.budgetBytes - p.weightBytes;
         return p;
     }
-    // vLLM (v1 worker, determine_available_memory): requested = util × total memory the driver
-    // reports; KV pool = requested − (weights + torch peak increase of the profiling run +
-    // non-torch increase). Calibrated against vLLM 0.11 startup logs on H100 (79.18 GiB):
-    // Llama-3.1-8B TP=1 logs weights 14.99, activation 4.76, non-torch 0.13 → KV 51.38 GiB;
-    // Llama-3.3-70B-FP8 TP=2 logs activation 4.84, non-torch 0.55; Qwen3-32B 5.64 / 0.14.
-    p.capacityBytes = gpu.reportedMemoryBytes();
-    p.capacitySource =
-        gpu.driverMemoryBytes > 0 ? gpu.driverMemorySource : "datasheet (driver figure unknown)";
-    p.budgetBytes = static_cast<std::int64_t>(d.gpuMemUtil * static_cast<double>(p.capacityBytes));
-
-    const std::int64_t tp = d.tp;
-    const std::int64_t act = 2; // 16-bit activations
-    const std::int64_t tokens = d.maxNumBatchedTokens;
-    const std::int64_t dModel = m.hidden.value;
-    const bool latent = latentMode(m, d);
-    const std::int64_t qkvWidth =
-        latent ? (m.qLoraRank.value + m.kvLoraRank.value + m.qkRopeHeadDim.value +
-                  m.qHeads.value * (m.qkNopeHeadDim.value + m.qkRopeHeadDim.value) / tp)
-               : ((m.qHeads.value + 2 * effectiveKvHeads(m, d)) * m.keyDim()) / tp;
-    const std::int64_t attnOut = m.qHeads.value * m.valueDim() / tp;
-    // The profiling pass runs max_num_batched_tokens tokens through the model: the residual
-    // stream and the normed hidden state stay live (2·d) beside the widest stage — the QKV
-    // projection plus the attention output, or the MLP's gate/up and activation outputs
-    // (MoE: the top-k experts' intermediates plus shared experts).
-    const std::int64_t widest = std::max(qkvWidth + attnOut, mlpActivationWidth(m, tp));
-    const std::int64_t forward = tokens * (2 * dModel + widest) * act;
-    // Then its dummy sampler pass computes fp32 logits over the full vocabulary for every one
-    // of those tokens — the larger term (3.9 GiB of Llama-3-8B's 4.76 GiB at 8,192 tokens).
-    const std::int64_t logits = tokens * m.vocab.value * 4;
-    p.activationPeakBytes = forward + logits;
-    // Non-torch memory at TP=1: cuBLAS/cuDNN workspaces and allocator slack, 0.13 GiB in every
-    // TP=1 log above.
-    p.cudaContextBytes = 133 * kMiB;
-    // CUDA graphs: the 67 captured batch sizes (1..512) share one memory pool sized by the
-    // largest (512 tokens of activations). vLLM 0.11 captures them after sizing the pool, so
-    // the logs above show changes of −0.9 to +1.0 GiB; newer releases profile them first.
-    p.cudaGraphBytes = 512 * (2 * dModel + widest) * act;
-    if (tp > 1) {
-        // NCCL's communicator buffers (channels × peers × NCCL_BUFFSIZE): the TP=2 logs show
-        // non-torch memory rising from 0.13 to 0.55 GiB.
-        p.ncclBytes = 400 * kMiB;
-        // vLLM's custom all-reduce (world sizes 2, 4, 6, 8 only): an 8 MiB IPC buffer plus
-        // 8 MiB of metadata and registered-pointer space per rank.
-        if (tp <= 8 && tp % 2 == 0)
-            p.customAllReduceBytes = 16 * kMiB;
-    }
-    p.poolBytes = p.budgetBytes - p.weightBytes - p.activationPeakBytes - p.nonTorchBytes();
-    return p;
+    // The engine's own arithmetic, release by release (core/engines/, docs/engines.md).
+    if (d.engine.name == EngineName::Sglang)
+        return sglangPool(m, gpu, d, weightBytesPerRank);
+    return vllmPool(m, gpu, d, weightBytesPerRank);
 }
 
 double decodeIntensity(const ModelSpec& m, const Deployment& d) {
@@ -295,13 +517,21 @@ double capacityCrossover(std::int64_t gqaCellBytesPerToken, std::int64_t mlaCell
 Result<Report> evaluate(const ModelSpec& m, const GpuSpec& gpu, const Deployment& d) {
     if (auto s = validate(m, gpu, d); !s.ok())
         return s.error();
+    const std::vector<GroupCost> costs = groupCosts(m, d, resolveKvDtype(m, d.kvDtype));
     // Absurd sizes: one request's bytes must stay far inside 64-bit arithmetic.
-    if (static_cast<double>(cellPerLayer(m, d, resolveKvDtype(m, d.kvDtype))) *
-            static_cast<double>(m.layers.value) * static_cast<double>(d.context) *
-            static_cast<double>(d.batch) >
-        1e18)
-        return makeError("context", "one decode step would read over 10^18 bytes of KV cache; "
-                                    "the sizes are absurd");
+    {
+        double perToken = 0, fixedBytes = 0;
+        for (const GroupCost& c : costs) {
+            perToken += static_cast<double>(c.n) *
+                        static_cast<double>(c.tokenBytes + c.tokenBytesRank + c.auxTokenBytes);
+            fixedBytes += static_cast<double>(c.n) * static_cast<double>(c.fixedBytes);
+        }
+        if ((perToken * static_cast<double>(d.context) + fixedBytes) *
+                static_cast<double>(d.batch) >
+            1e18)
+            return makeError("context", "one decode step would read over 10^18 bytes of KV "
+                                        "cache; the sizes are absurd");
+    }
     Report r;
     const bool latent = latentMode(m, d);
     const std::int64_t hkv = effectiveKvHeads(m, d);
@@ -318,6 +548,7 @@ Result<Report> evaluate(const ModelSpec& m, const GpuSpec& gpu, const Deployment
     r.qkRopeHeadDim = m.mla ? m.qkRopeHeadDim.value : 0;
     r.kvDtype = kv;
     r.kvBytesPerElement = bytesPerElement(kv);
+    r.kvStorageBits = kvStorageBits(kv);
     r.weightDtype = resolveWeightDtype(m, d.weightDtype);
 
     // --- §3 tensor parallelism --------------------------------------------------------------
@@ -331,17 +562,25 @@ Result<Report> evaluate(const ModelSpec& m, const GpuSpec& gpu, const Deployment
     r.groupSizePerRank =
         static_cast<double>(r.qHeadsPerRank) / static_cast<double>(r.kvHeadsPerRank);
 
-    // --- §2 cell --------------------------------------------------------------------------
-    const std::int64_t perLayer = cellPerLayer(m, d, kv);
-    const std::int64_t perLayerRank = cellPerLayerPerRank(m, d, kv);
-    r.cellBytesPerToken = perLayer * m.layers.value;
-    r.cellBytesPerTokenPerLayerPerRank = perLayerRank;
-    r.cellBytesPerTokenPerRank = perLayerRank * m.layers.value;
+    // --- §2 cell: layers that store per-token KV (full, sliding, chunked, mla, compressed) ---
+    std::int64_t perTokenLayers = 0, largestPerLayerRank = 0;
+    for (const GroupCost& c : costs) {
+        if (!storesPerTokenKv(c.kind))
+            continue;
+        r.cellBytesPerToken += c.n * c.tokenBytes;
+        r.cellBytesPerTokenPerRank += c.n * c.tokenBytesRank;
+        largestPerLayerRank = std::max(largestPerLayerRank, c.tokenBytesRank);
+        perTokenLayers += c.n;
+    }
+    for (const GroupCost& c : costs)
+        r.fixedStateBytesPerRequestPerRank += c.n * c.fixedBytesRank;
+    r.cellBytesPerTokenPerLayerPerRank = largestPerLayerRank;
+    r.perTokenLayers = perTokenLayers;
     r.context = d.context;
     r.batch = d.batch;
     r.contextPerRank = ceilDiv(d.context, d.dcp);
-    r.requestBytesPerRank = windowedBytes(m, perLayerRank, r.contextPerRank);
-    r.requestBytes = windowedBytes(m, perLayer, d.context);
+    r.requestBytesPerRank = requestBytesAt(costs, r.contextPerRank, true);
+    r.requestBytes = requestBytesAt(costs, d.context, false);
 
     // --- weights (§6) -----------------------------------------------------------------------
     r.params = countParams(m);
@@ -353,14 +592,28 @@ Result<Report> evaluate(const ModelSpec& m, const GpuSpec& gpu, const Deployment
     // --- §4 pool, capacity, concurrency ---------------------------------------------------
     r.pool = computePool(m, gpu, d, r.weightBytesPerRank);
     const std::int64_t pool = std::max<std::int64_t>(0, r.pool.poolBytes);
-    r.tokensCapacity = pool / r.cellBytesPerTokenPerRank * d.dcp;
-    r.concurrency = static_cast<double>(pool) / static_cast<double>(r.requestBytesPerRank);
-    r.maxConcurrency = pool / r.requestBytesPerRank;
-    r.pageBytes = perLayerRank * d.blockSize; // (head_size + head_size_v)·b·heads·block
-    r.blocksPerRank = pool / (r.pageBytes * m.layers.value);
-    r.vllmTokens = r.blocksPerRank * d.blockSize * d.dcp;
-    r.vllmConcurrency = static_cast<double>(r.blocksPerRank) /
-                        static_cast<double>(ceilDiv(r.contextPerRank, d.blockSize));
+    // kvscope's own measures: every per-token layer at the full cell; requests capped at the
+    // window and carrying their fixed state.
+    r.tokensCapacity =
+        r.cellBytesPerTokenPerRank > 0 ? pool / r.cellBytesPerTokenPerRank * d.dcp : 0;
+    r.concurrency = r.requestBytesPerRank > 0
+                        ? static_cast<double>(pool) / static_cast<double>(r.requestBytesPerRank)
+                        : 0;
+    r.maxConcurrency = r.requestBytesPerRank > 0 ? pool / r.requestBytesPerRank : 0;
+    // vLLM's pages (hybrid allocator)
+    {
+        const Paging pg = vllmPaging(costs, d, pool, r.contextPerRank, latent);
+        r.pageBytes = pg.pageBytes;
+        r.blockSize = pg.blockSize;
+        r.blocksPerRank = pg.blocks;
+        r.vllmKvCacheGroups = pg.groups;
+        r.vllmGroupSize = pg.groupSize;
+        r.vllmPaddingLayers = pg.paddingLayers;
+        r.vllmBlocksPerRequest = pg.blocksPerRequest;
+        r.vllmTokens = pg.tokens;
+        r.vllmConcurrency = pg.concurrency;
+        r.pagingNotes = pg.notes;
+    }
     r.vllmLogTokens = "GPU KV cache size: " + withCommas(r.vllmTokens) + " tokens";
     r.vllmLogConcurrency = "Maximum concurrency for " + withCommas(d.context) +
                            " tokens per request: " + fixed(r.vllmConcurrency, 2) + "x";
@@ -386,37 +639,8 @@ Result<Report> evaluate(const ModelSpec& m, const GpuSpec& gpu, const Deployment
     r.attainableFlopPerS = std::min(peak, r.intensityFlopPerByte * gpu.bandwidthBytesPerS);
     r.attainableFractionOfPeak = r.attainableFlopPerS / peak;
 
-    // --- §8 one decode step: weights read once vs KV read once, per rank ------------------
-    {
-        const ParamCount& p = r.params;
-        const double bytesPerParam = static_cast<double>(r.weightBytes) /
-                                     static_cast<double>(std::max<std::int64_t>(1, p.total()));
-        // The embedding table is gathered (B rows), not streamed; lm_head (or the tied table)
-        // is read in full.
-        double streamed = static_cast<double>(p.total() - p.embedding +
-                                              (m.tiedEmbeddings.value ? p.embedding : 0));
-        if (m.routedExperts.value > 0) {
-            // Routed experts: a decode step of B tokens touches a fraction 1 − (1 − k/E)^B of
-            // each MoE layer's E experts (uniform routing); the rest are not read.
-            const double e = static_cast<double>(m.routedExperts.value);
-            const double k = static_cast<double>(m.expertsPerToken.value);
-            const double touched = 1.0 - std::pow(1.0 - k / e, static_cast<double>(d.batch));
-            std::int64_t moeLayers = 0;
-            for (std::int64_t l = m.firstDenseLayers.value; l < m.layers.value; ++l)
-                moeLayers += (m.moeLayerFreq.value <= 1 || (l + 1) % m.moeLayerFreq.value == 0);
-            const double routedParams =
-                static_cast<double>(moeLayers) * e *
-                static_cast<double>((m.gatedMlp.value ? 3 : 2) * m.hidden.value *
-                                    m.moeIntermediate.value);
-            streamed -= routedParams * (1.0 - touched);
-        }
-        r.stepWeightBytesPerRank =
-            std::llround(streamed * bytesPerParam / static_cast<double>(d.tp));
-        r.stepKvBytesPerRank = d.batch * r.requestBytesPerRank;
-        const double total = static_cast<double>(r.stepWeightBytesPerRank + r.stepKvBytesPerRank);
-        r.stepKvFraction = total > 0 ? static_cast<double>(r.stepKvBytesPerRank) / total : 0;
-        r.stepTimeLowerBoundS = total / gpu.bandwidthBytesPerS;
-    }
+    // --- one decode step: weights, KV and activations read, FLOPs, TP all-reduces ---------
+    r.step = computeDecodeStep(m, gpu, d, r);
 
     // --- warnings -------------------------------------------------------------------------
     r.warnings = m.warnings;
@@ -436,10 +660,27 @@ Result<Report> evaluate(const ModelSpec& m, const GpuSpec& gpu, const Deployment
         (m.modelType == "gpt_bigcode" || m.modelType == "falcon" || m.modelType == "RefinedWeb" ||
          m.modelType == "RefinedWebModel"))
         r.warnings.push_back("SGLang's multi_query path has no tensor-parallel support");
-    if (m.windowLayerCount() > 0)
-        r.warnings.push_back("tokens held count every layer at the full cell; bytes per request "
-                             "cap window layers at their window (vLLM's hybrid allocator "
-                             "differs)");
+    if (m.layerGroups.size() > 1 || m.windowLayerCount() > 0) {
+        r.warnings.push_back("tokens held count every per-token layer at the full cell; bytes per "
+                             "request cap window and chunk layers at their window; the vLLM "
+                             "lines follow its hybrid allocator");
+        const bool chunked =
+            std::any_of(m.layerGroups.begin(), m.layerGroups.end(),
+                        [](const LayerGroup& g) { return g.kind == LayerKind::Chunked; });
+        if (chunked)
+            r.warnings.push_back(
+                "chunked local attention: vLLM releases where "
+                "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE defaults to 0 disable the "
+                "hybrid allocator and page every layer at full context");
+        if (d.dcp > 1 && m.windowLayerCount() > 0)
+            r.warnings.push_back("vLLM does not support decode context parallelism with sliding "
+                                 "window layers (SlidingWindowSpec)");
+    }
+    for (const auto& n : r.pagingNotes)
+        r.warnings.push_back(n);
+    if (!r.step.commCounted)
+        r.warnings.push_back(gpu.name + " has no interconnect_gb_s: the decode step's TP "
+                                        "all-reduces are not counted in its time");
     if (!r.fits)
         r.warnings.push_back(r.noFitReason);
     return r;

@@ -3,10 +3,12 @@
 #pragma once
 
 #include "core/dtype.h"
+#include "core/engines/engine.h"
 #include "core/gpu.h"
 #include "core/model.h"
 #include "core/params.h"
 #include "core/result.h"
+#include "core/step.h"
 
 #include <cstdint>
 #include <optional>
@@ -37,6 +39,10 @@ struct Deployment {
     std::optional<double> poolGiB;           ///< overrides the pool per rank outright
     std::int64_t maxNumBatchedTokens = 8192; ///< vLLM's profiling pass size
     std::int64_t blockSize = 16;             ///< vLLM page size in tokens
+    EngineSpec engine = defaultEngine();     ///< which engine and release sizes the pool (vllm)
+    std::int64_t pp = 1; ///< pipeline-parallel stages: layers split, each stage its own pool
+    /// SGLang's --mem-fraction-static; unset: SGLang's own default for the release and TP.
+    std::optional<double> memFractionStatic;
 };
 
 inline constexpr std::int64_t kMaxContext = 1LL << 30;
@@ -49,11 +55,22 @@ Status validate(const ModelSpec& m, const GpuSpec& gpu, const Deployment& d);
 
 /// Every valid h_kv for a model (the divisors of h), descending: MHA first, MQA last.
 std::vector<std::int64_t> validKvHeadCounts(const ModelSpec& m);
-/// "MHA", "GQA-8" (g = h / h_kv, the number of query heads per KV head), "MQA".
+/// "MHA", "GQA-8" (8 = h_kv, the number of KV groups, as the GQA paper names it), "MQA".
 std::string variantLabel(const ModelSpec& m, std::int64_t kvHeads);
 /// Valid TP sizes for a model at an h_kv: h % TP == 0 and the two KV regimes; ascending.
 std::vector<std::int64_t> validTpSizes(const ModelSpec& m, std::int64_t kvHeads,
                                        std::int64_t maxTp = 1024);
+
+/// One term of the pool arithmetic: what it is, how large, and where the rule comes from
+/// (an engine source file or PR, a formula, or a constant measured on named logs).
+struct PoolTerm {
+    std::string key;   ///< "budget", "weights", "activation", "non_torch", "cuda_graphs", ...
+    std::string label; ///< "util x driver-reported memory"
+    std::int64_t bytes = 0;
+    bool subtracted = true; ///< false: shown (the engine estimates it) but not taken off the pool
+    std::string rule;       ///< the formula as evaluated
+    std::string source;     ///< engine file / PR / measured on which logs
+};
 
 /// The pool and where it came from (all bytes per rank).
 struct PoolBreakdown {
@@ -73,6 +90,22 @@ struct PoolBreakdown {
         return cudaGraphBytes + ncclBytes + customAllReduceBytes + cudaContextBytes;
     }
     std::int64_t poolBytes = 0; ///< what is left for KV pages (may be <= 0: nothing fits)
+
+    EngineSpec engine;                       ///< the release whose rules sized this pool
+    std::vector<PoolTerm> terms;             ///< budget first, then each term, in engine order
+    std::int64_t cudaGraphEstimateBytes = 0; ///< vLLM's estimate, subtracted only from 0.21
+    std::int64_t maxNumSeqs = 0;             ///< vLLM: rows of the profiling sampler pass
+    // Pipeline parallelism: each stage holds its own layers' KV. With pp > 1, poolBytes is the
+    // limiting stage's pool scaled to all L layers (stagePoolBytes × L / stageLayers), so that
+    // pool / (cell × L) is that stage's token capacity.
+    std::int64_t pp = 1;
+    std::int64_t limitingStage = 0;
+    std::int64_t stageLayers = 0;
+    std::int64_t stagePoolBytes = 0;
+    // SGLang
+    double memFractionStatic = 0;
+    std::string memFractionSource;
+    std::int64_t freeBeforeWeightsBytes = 0; ///< "Load weight begin. avail mem="
 };
 
 /// Every number kvscope shows for one (model, GPU, deployment).
@@ -82,8 +115,9 @@ struct Report {
     std::int64_t layers = 0, qHeads = 0, kvHeads = 0; ///< kvHeads: the evaluated h_kv (1 for MLA)
     std::int64_t keyDim = 0, valueDim = 0;            ///< per-head K and V widths in the cache
     std::int64_t kvLoraRank = 0, qkRopeHeadDim = 0;
-    KvDtype kvDtype = KvDtype::BF16; ///< resolved
-    std::int64_t kvBytesPerElement = 2;
+    KvDtype kvDtype = KvDtype::BF16;             ///< resolved
+    std::int64_t kvBytesPerElement = 2;          ///< whole bytes (nvfp4: 0; see kvStorageBits)
+    int kvStorageBits = 16;                      ///< per element, before scales (kvDtypeTable)
     WeightDtype weightDtype = WeightDtype::BF16; ///< resolved
 
     std::int64_t tp = 1, dcp = 1;
@@ -96,10 +130,15 @@ struct Report {
 
     std::int64_t cellBytesPerToken = 0;        ///< whole model, all layers (§2)
     std::int64_t cellBytesPerTokenPerRank = 0; ///< §3
+    /// Per token in one layer on one rank; the largest per-token layer where layers differ.
     std::int64_t cellBytesPerTokenPerLayerPerRank = 0;
+    std::int64_t perTokenLayers = 0; ///< layers that store per-token KV
+    /// Fixed bytes one request holds on one rank whatever its length (mamba / linear states,
+    /// cross-attention encoder tokens).
+    std::int64_t fixedStateBytesPerRequestPerRank = 0;
     std::int64_t context = 0, batch = 0;
     std::int64_t contextPerRank = 0;      ///< ceil(S / dcp)
-    std::int64_t requestBytesPerRank = 0; ///< one request at S (window layers capped)
+    std::int64_t requestBytesPerRank = 0; ///< one request at S (window layers capped, + state)
     std::int64_t requestBytes = 0;        ///< one request, whole model, all ranks' shards
 
     PoolBreakdown pool;
@@ -109,9 +148,14 @@ struct Report {
     std::int64_t maxConcurrency = 0; ///< floor(pool / request bytes per rank)
     double concurrency = 0;          ///< unrounded
 
-    // vLLM's paging
-    std::int64_t pageBytes = 0; ///< (head_size + head_size_v) · b · kv heads per rank · block
-    std::int64_t blocksPerRank = 0; ///< floor(pool / (page · L))
+    // vLLM's paging (vllm/v1/core/kv_cache_utils.py; hybrid models: its hybrid allocator)
+    std::int64_t pageBytes = 0;  ///< (head_size + head_size_v) · b · kv heads per rank · block;
+                                 ///< several specs of one type: summed over layers
+    std::int64_t blockSize = 16; ///< attention block in tokens (raised for mamba hybrids)
+    std::int64_t blocksPerRank = 0; ///< floor(pool / (page · L)); hybrid: pool // page // group
+    std::int64_t vllmKvCacheGroups = 1, vllmGroupSize = 0, vllmPaddingLayers = 0;
+    std::int64_t vllmBlocksPerRequest = 0; ///< blocks one max_model_len request takes
+    std::vector<std::string> pagingNotes;
     std::int64_t vllmTokens = 0;    ///< blocks · block_size · dcp, as vLLM logs it
     double vllmConcurrency = 0;     ///< as vLLM logs it
     std::string vllmLogTokens;      ///< "GPU KV cache size: 1,327,136 tokens"
@@ -130,10 +174,7 @@ struct Report {
     std::int64_t weightBytes = 0, weightBytesPerRank = 0;
 
     // One decode step at batch B and context S, per rank (why g > 8 buys little)
-    std::int64_t stepWeightBytesPerRank = 0; ///< weights read once per step (MoE: experts touched)
-    std::int64_t stepKvBytesPerRank = 0;     ///< B × request bytes per rank
-    double stepKvFraction = 0;               ///< KV / (KV + weights)
-    double stepTimeLowerBoundS = 0;          ///< (weights + KV) / bandwidth
+    DecodeStep step;
 
     std::vector<std::string> warnings; ///< replication, window layers, engine caveats
 };

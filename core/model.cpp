@@ -4,6 +4,7 @@
 
 #include "core/format.h"
 #include "core/jsonutil.h"
+#include "core/layers.h"
 
 #include <algorithm>
 #include <cmath>
@@ -90,7 +91,12 @@ public:
                 out = v->get<std::int64_t>();
             } else if (v->is_number_float()) {
                 const double d = v->get<double>();
-                if (!std::isfinite(d) || d != std::floor(d) || std::fabs(d) > 9e15)
+                if (std::isnan(d))
+                    return makeError(k, "must be an integer, got NaN");
+                if (std::isinf(d))
+                    return makeError(k, std::string("must be an integer, got ") +
+                                            (d > 0 ? "Infinity" : "-Infinity"));
+                if (d != std::floor(d) || std::fabs(d) > 9e15)
                     return makeError(k, "must be an integer, got " + v->dump());
                 out = static_cast<std::int64_t>(d);
             } else {
@@ -261,7 +267,7 @@ Result<ModelSpec> resolve(const json& root, const std::string& name) {
                              "must divide num_attention_heads (" + std::to_string(m.qHeads.value) +
                                  "), got " + std::to_string(m.kvHeads.value));
         // --- Head dim: a declared head_dim first, then hidden / heads ----------------------
-        KV_CHECK(optional(m.headDim, {"head_dim"}, 1, kMaxDim));
+        KV_CHECK(optional(m.headDim, {"head_dim", "attention_head_dim"}, 1, kMaxDim));
         if (m.headDim.value == 0) {
             if (m.hidden.value % m.qHeads.value != 0)
                 return makeError(prefix + "head_dim",
@@ -276,6 +282,8 @@ Result<ModelSpec> resolve(const json& root, const std::string& name) {
 
     // --- Vocabulary, MLP width -------------------------------------------------------------
     KV_CHECK(optional(m.vocab, {"padded_vocab_size", "vocab_size"}, 1, kMaxVocab));
+    if (m.vocab.value == 0 && (m.modelType == "gemma3_text" || m.modelType == "gemma3"))
+        m.vocab = {262'208, "transformers' Gemma3TextConfig default vocab_size = 262208 (absent)"};
     if (m.vocab.value == 0) {
         m.vocab.source = "absent: embeddings not counted";
         m.warnings.push_back("vocab_size is missing: the parameter count leaves out embeddings");
@@ -320,7 +328,8 @@ Result<ModelSpec> resolve(const json& root, const std::string& name) {
         KV_CHECK(
             optional(m.moeLayerFreq, {"moe_layer_freq", "decoder_sparse_step"}, 1, m.layers.value));
     }
-    KV_CHECK(optional(m.mtpLayers, {"num_nextn_predict_layers"}, 0, kMaxLayers));
+    KV_CHECK(optional(m.mtpLayers, {"num_nextn_predict_layers", "mtp_num_hidden_layers"}, 0,
+                      kMaxLayers));
 
     // --- Embeddings, biases ----------------------------------------------------------------
     {
@@ -388,7 +397,8 @@ Result<ModelSpec> resolve(const json& root, const std::string& name) {
             m.servedDtypeBytes = 2;
         } else {
             m.servedDtypeBytes = 2;
-            m.warnings.push_back("torch_dtype '" + dt + "' is unusual: assumed 16-bit");
+            m.warnings.push_back("torch_dtype '" + sanitizeForMessage(dt) +
+                                 "' is unusual: assumed 16-bit");
         }
         const json* q = top.find("quantization_config");
         if (!q && textConfig)
@@ -402,55 +412,45 @@ Result<ModelSpec> resolve(const json& root, const std::string& name) {
         }
     }
 
-    // --- Per-layer kinds: full vs sliding window -------------------------------------------
-    m.layerWindow.assign(static_cast<std::size_t>(m.layers.value), 0);
-    m.layerKindsSource = "every layer full attention";
-    Sourced<std::int64_t> window;
-    KV_CHECK(optional(window, {"sliding_window"}, 0, std::numeric_limits<std::int32_t>::max()));
-    auto useWindow = r.boolean("use_sliding_window");
-    if (!useWindow.ok())
-        return Error{prefix + useWindow.error().field, useWindow.error().rule};
-    const json* layerTypes = r.find("layer_types");
-    if (layerTypes) {
-        if (!layerTypes->is_array() ||
-            layerTypes->size() != static_cast<std::size_t>(m.layers.value))
-            return makeError(prefix + "layer_types", "must be an array with one entry per layer (" +
-                                                         std::to_string(m.layers.value) + ")");
-        for (std::size_t i = 0; i < layerTypes->size(); ++i) {
-            const json& t = (*layerTypes)[i];
-            if (!t.is_string())
-                return makeError(prefix + "layer_types[" + std::to_string(i) + "]",
-                                 "must be a string");
-            if (t.get<std::string>() == "sliding_attention") {
-                if (window.value <= 0)
-                    return makeError(prefix + "sliding_window",
-                                     "must be a positive integer when layer_types names "
-                                     "sliding_attention layers");
-                m.layerWindow[i] = window.value;
+    // --- Per-layer kinds, grouped as vLLM groups its KV cache (core/layers.h) ---------------
+    {
+        LayerResolveInput in;
+        in.cfg = &cfg;
+        in.root = &root;
+        in.prefix = prefix;
+        in.modelType = m.modelType;
+        in.layers = m.layers.value;
+        in.kvHeads = m.kvHeads.value;
+        in.kvHeadsSource = m.kvHeads.source;
+        in.headDim = m.headDim.value;
+        in.mla = m.mla;
+        in.latentDim = m.mla ? m.kvLoraRank.value + m.qkRopeHeadDim.value : 0;
+        in.hidden = m.hidden.value;
+        in.servedBytes = m.servedDtypeBytes;
+        auto groups = resolveLayerGroups(in);
+        if (!groups.ok())
+            return groups.error();
+        m.layerGroups = std::move(groups.value().groups);
+        for (auto& w : groups.value().warnings)
+            m.warnings.push_back(std::move(w));
+        if (groups.value().mtpLayers > 0 && m.mtpLayers.value == 0)
+            m.mtpLayers = {groups.value().mtpLayers, groups.value().mtpSource};
+        m.layerWindow.assign(static_cast<std::size_t>(m.layers.value), 0);
+        std::string kinds;
+        for (const auto& g : m.layerGroups) {
+            if ((g.kind == LayerKind::Sliding || g.kind == LayerKind::Chunked) && g.window)
+                for (auto i : g.layers)
+                    m.layerWindow[static_cast<std::size_t>(i)] = *g.window;
+        }
+        m.layerKindsSource = m.layerGroups.size() == 1
+                                 ? "every layer " + toString(m.layerGroups[0].kind) + " (" +
+                                       m.layerGroups[0].source + ")"
+                                 : m.layerGroups.front().source;
+        for (const auto& g : m.layerGroups)
+            if (g.kind != LayerKind::Full && g.kind != LayerKind::Mla) {
+                m.layerKindsSource = g.source;
+                break;
             }
-        }
-        m.layerKindsSource = prefix + "layer_types";
-    } else if (window.value > 0 && useWindow.value().value_or(true)) {
-        Sourced<std::int64_t> pattern, maxWindowLayers;
-        KV_CHECK(optional(pattern, {"sliding_window_pattern"}, 1, m.layers.value + 1));
-        KV_CHECK(optional(maxWindowLayers, {"max_window_layers"}, 0, m.layers.value));
-        for (std::int64_t i = 0; i < m.layers.value; ++i) {
-            bool sliding = true;
-            if (pattern.value > 0)
-                sliding = (i + 1) % pattern.value != 0; // Gemma-3: every n-th layer is global
-            else if (m.modelType == "gemma2")
-                sliding = i % 2 == 0; // Gemma-2 alternates, starting with a sliding layer
-            else if (useWindow.value().has_value() && !maxWindowLayers.source.empty())
-                sliding = i >= maxWindowLayers.value; // Qwen2: the top layers slide
-            if (sliding)
-                m.layerWindow[static_cast<std::size_t>(i)] = window.value;
-        }
-        if (pattern.value > 0)
-            m.layerKindsSource = prefix + "sliding_window + sliding_window_pattern";
-        else if (m.modelType == "gemma2")
-            m.layerKindsSource = prefix + "sliding_window (Gemma-2: every other layer)";
-        else
-            m.layerKindsSource = prefix + "sliding_window";
     }
     // Absurd sizes: a bound on the parameter count in floating point, so nothing downstream
     // (parameter counts, weight bytes) can overflow 64-bit integers.
@@ -471,15 +471,25 @@ Result<ModelSpec> resolve(const json& root, const std::string& name) {
             return makeError(prefix + "hidden_size",
                              "the sizes are absurd: they describe over 10^15 parameters");
     }
-    if (const auto n = m.windowLayerCount(); n > 0) {
-        const auto w = *std::max_element(m.layerWindow.begin(), m.layerWindow.end());
-        m.warnings.push_back("sliding window: " + std::to_string(n) + " of " +
-                             std::to_string(m.layers.value) + " layers keep at most " +
-                             withCommas(w) + " tokens per request");
+    for (LayerKind kind : {LayerKind::Sliding, LayerKind::Chunked}) {
+        std::int64_t n = 0, w = 0;
+        for (const auto& g : m.layerGroups)
+            if (g.kind == kind) {
+                n += g.count();
+                w = std::max(w, g.window.value_or(0));
+            }
+        if (n > 0)
+            m.warnings.push_back(std::string(kind == LayerKind::Sliding ? "sliding window: "
+                                                                        : "chunked local "
+                                                                          "attention: ") +
+                                 std::to_string(n) + " of " + std::to_string(m.layers.value) +
+                                 " layers keep at most " + withCommas(w) + " tokens per request");
     }
-    if (m.routedExperts.value > 0 && m.mtpLayers.value > 0)
+    if (m.mtpLayers.value > 0)
         m.warnings.push_back(std::to_string(m.mtpLayers.value) +
-                             " multi-token-prediction layer(s) not counted in the parameters");
+                             " multi-token-prediction layer(s) (" + m.mtpLayers.source +
+                             ") not counted in the parameters nor the KV cache: engines allocate "
+                             "their KV only with speculative decoding");
     return m;
 }
 

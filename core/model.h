@@ -2,6 +2,7 @@
 // resolve it (docs/formulas.md §1). Every number carries its provenance.
 #pragma once
 
+#include "core/layers.h"
 #include "core/result.h"
 
 #include <cstdint>
@@ -53,7 +54,8 @@ struct ModelSpec {
     Sourced<std::int64_t> sharedExperts;
     Sourced<std::int64_t> firstDenseLayers; ///< DeepSeek `first_k_dense_replace`
     Sourced<std::int64_t> moeLayerFreq;     ///< every n-th layer is MoE (1 = all)
-    Sourced<std::int64_t> mtpLayers;        ///< `num_nextn_predict_layers`; not counted in params
+    Sourced<std::int64_t> mtpLayers; ///< `num_nextn_predict_layers` / `mtp_num_hidden_layers`;
+                                     ///< not counted in params nor in the layer groups
 
     Sourced<bool> tiedEmbeddings; ///< transformers' default when absent: tied
     Sourced<bool> gatedMlp;       ///< SwiGLU/GeGLU (3 matrices) vs plain 2-matrix MLP
@@ -65,9 +67,15 @@ struct ModelSpec {
     bool fp8Weights = false;           ///< config carries an fp8 quantization_config
     std::string fp8WeightsSource;
 
-    /// Per layer: 0 = full attention, else the sliding-window size in tokens.
+    /// Per layer: 0 = no window, else the sliding-window (or local-chunk) size in tokens.
+    /// Derived from layerGroups.
     std::vector<std::int64_t> layerWindow;
     std::string layerKindsSource;
+    /// The decoder layers by cache kind and geometry, as vLLM groups its KV cache specs
+    /// (core/layers.h). Every layer index in [0, L) is in exactly one group. MTP / next-n
+    /// layers are not in them (mtpLayers): engines allocate their KV only for speculative
+    /// decoding.
+    std::vector<LayerGroup> layerGroups;
 
     std::vector<std::string> warnings;
 

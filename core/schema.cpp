@@ -192,7 +192,8 @@ Field referenceRow(std::string key, std::string flag, std::string Session::*memb
 /// `zeroIsNone`: 0 means "not known / not present" (fp8 peak, driver memory).
 template <class T>
 Field gpuRow(std::string key, std::string flag, T GpuSpec::*member, double scale, double max,
-             bool zeroIsNone, std::string unit, std::string help, std::string example) {
+             bool zeroIsNone, std::string unit, std::string help, std::string example,
+             std::string GpuSpec::*source = nullptr) {
     Field f;
     f.key = std::move(key);
     f.flag = std::move(flag);
@@ -207,8 +208,8 @@ Field gpuRow(std::string key, std::string flag, T GpuSpec::*member, double scale
         f.words = {"0"};
     f.jsonRule =
         f.kind == FieldKind::Integer ? "must be a positive integer" : "must be a positive number";
-    const bool driverMemory = f.key == "driver_memory_gib";
-    f.set = [member, scale, driverMemory](Session& s, std::string_view t, FieldNotes&) {
+    const std::string sourceText = f.key;
+    f.set = [member, scale, source, sourceText](Session& s, std::string_view t, FieldNotes&) {
         if (!s.customGpu)
             s.customGpu = blankGpu();
         const double v = parseNumber(t).value_or(0) * scale;
@@ -217,8 +218,8 @@ Field gpuRow(std::string key, std::string flag, T GpuSpec::*member, double scale
             value = static_cast<T>(std::llround(v));
         else
             value = v;
-        if (driverMemory && (*s.customGpu).*member != value) // a new figure: say where from
-            s.customGpu->driverMemorySource = v > 0 ? "driver_memory_gib" : "";
+        if (source && (*s.customGpu).*member != value) // a new figure: say where it came from
+            (*s.customGpu).*source = v > 0 ? sourceText : "";
         (*s.customGpu).*member = value;
     };
     const bool integer = f.kind == FieldKind::Integer;
@@ -237,6 +238,30 @@ Field gpuRow(std::string key, std::string flag, T GpuSpec::*member, double scale
         if (zeroIsNone && v == 0)
             return std::nullopt; // parseGpuJson reads a missing key as 0
         return integer ? json(static_cast<std::int64_t>(v)) : json(v);
+    };
+    return f;
+}
+
+/// A custom GPU's text figure (its name, its link's name).
+Field gpuTextRow(std::string key, std::string flag, std::string GpuSpec::*member, std::string help,
+                 std::string example) {
+    Field f;
+    f.key = std::move(key);
+    f.flag = std::move(flag);
+    f.kind = FieldKind::Text;
+    f.group = FieldGroup::CustomGpu;
+    f.help = std::move(help);
+    f.example = std::move(example);
+    f.jsonRule = "must be a non-empty string";
+    f.set = [member](Session& s, std::string_view t, FieldNotes&) {
+        if (!s.customGpu)
+            s.customGpu = blankGpu();
+        (*s.customGpu).*member = std::string(t);
+    };
+    f.get = [member](const Session& s) -> std::optional<std::string> {
+        if (!s.customGpu || ((*s.customGpu).*member).empty())
+            return std::nullopt;
+        return (*s.customGpu).*member;
     };
     return f;
 }
@@ -426,27 +451,8 @@ std::vector<Field> buildSchema() {
                               "tokens", "vLLM page size (--block-size: 1, 8, 16, ..., 256)", "64"));
 
     // A custom GPU's figures (the keys of a GPU JSON file, see core/gpu.h).
-    {
-        Field f;
-        f.key = "name";
-        f.flag = "--gpu-name";
-        f.kind = FieldKind::Text;
-        f.group = FieldGroup::CustomGpu;
-        f.help = "custom GPU: display name";
-        f.example = "Lab card";
-        f.jsonRule = "must be a non-empty string";
-        f.set = [](Session& s, std::string_view t, FieldNotes&) {
-            if (!s.customGpu)
-                s.customGpu = blankGpu();
-            s.customGpu->name = std::string(t);
-        };
-        f.get = [](const Session& s) -> std::optional<std::string> {
-            if (!s.customGpu)
-                return std::nullopt;
-            return s.customGpu->name;
-        };
-        rows.push_back(std::move(f));
-    }
+    rows.push_back(
+        gpuTextRow("name", "--gpu-name", &GpuSpec::name, "custom GPU: display name", "Lab card"));
     rows.push_back(gpuRow("memory_gb", "--gpu-memory-gb", &GpuSpec::memoryBytes, 1e9, 1e6, false,
                           "GB", "custom GPU: datasheet memory, decimal GB", "96"));
     rows.push_back(gpuRow("driver_memory_gib", "--gpu-driver-memory-gib",
@@ -462,6 +468,12 @@ std::vector<Field> buildSchema() {
                           false, "TFLOP/s", "custom GPU: fp32 peak", "80"));
     rows.push_back(gpuRow("gpus_per_node", "--gpu-per-node", &GpuSpec::gpusPerNode, 1, 1024, false,
                           "GPUs", "custom GPU: GPUs per node", "4"));
+    rows.push_back(gpuRow("interconnect_gb_s", "--gpu-interconnect-gb-s",
+                          &GpuSpec::interconnectBytesPerS, 1e9, 1e6, true, "GB/s",
+                          "custom GPU: GPU-to-GPU bandwidth per GPU, bidirectional (0: unknown)",
+                          "900", &GpuSpec::interconnectSource));
+    rows.push_back(gpuTextRow("interconnect", "--gpu-interconnect", &GpuSpec::interconnect,
+                              "custom GPU: the link's name", "NVLink 4"));
     for (auto& f : rows)
         finish(f);
     return rows;

@@ -60,6 +60,8 @@ json gpuToJson(const GpuSpec& g) {
                 j[f.key] = *v;
     if (g.driverMemoryBytes > 0)
         j["driver_memory_source"] = g.driverMemorySource;
+    if (g.interconnectBytesPerS > 0)
+        j["interconnect_source"] = g.interconnectSource;
     return j;
 }
 

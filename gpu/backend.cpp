@@ -3,6 +3,7 @@
 
 #include "gpu/engine.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -135,6 +136,18 @@ double errorBoundFor(KvDtype dtype) {
 double Ceilings::peakFor(KvDtype dtype) const {
     auto it = peakFlopPerSecond.find(std::string(dtypeName(dtype)));
     return it == peakFlopPerSecond.end() ? 0.0 : it->second;
+}
+
+RoofPlacement placeOnRoof(const Measurement& m, double read, double peak) {
+    RoofPlacement r;
+    const double memoryRoof = m.intensityFlopPerByte * read;
+    r.computeBound = peak > 0 && peak < memoryRoof;
+    r.roof = peak > 0 ? std::min(peak, memoryRoof) : memoryRoof;
+    r.fractionRead = read > 0 ? m.bytesPerSecond / read : 0;
+    r.fractionRoof = r.roof > 0 ? m.flopPerSecond / r.roof : 0;
+    r.aboveCeiling =
+        r.fractionRoof > 1 + kCeilingTolerance || r.fractionRead > 1 + kCeilingTolerance;
+    return r;
 }
 
 bool cudaCompiledIn() {

@@ -9,6 +9,7 @@
 // and a one-line `error`; nothing here calls exit() or throws across this interface.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -101,9 +102,44 @@ struct Measurement {
     double maxRelError = 0;
     double errorBound = 0;  ///< the bound maxRelError was held to (depends on the dtype)
     std::uint64_t seed = 0; ///< generator seed of the checked inputs (for reproduction)
-    bool ok = false;        ///< check passed (and, for measure(), timing succeeded)
-    std::string error;      ///< one line when !ok
+    double minSeconds = 0;  ///< fastest timed repeat, s
+    double maxSeconds = 0;  ///< slowest timed repeat, s
+    int attempts = 0;       ///< timed attempts (a wide spread is measured again)
+    /// Input sets the timed repeats rotate through and their total bytes (> the last cache
+    /// several times over, so no repeat reads a cache-resident set).
+    int inputSets = 0;
+    double inputSetBytes = 0;
+    /// The read ceiling and the dtype's peak measured right before and right after the timed
+    /// repeats (same machine state); 0 when the backend takes no ceilings around points.
+    double readCeilingBefore = 0, readCeilingAfter = 0; ///< byte/s
+    double peakBefore = 0, peakAfter = 0;               ///< FLOP/s
+    std::string readCeilingKernel;                      ///< the read kernel that won
+    /// The point's ceilings: max of before and after.
+    double readCeiling() const { return std::max(readCeilingBefore, readCeilingAfter); }
+    double peakCeiling() const { return std::max(peakBefore, peakAfter); }
+    /// (maxSeconds - minSeconds) / medianSeconds.
+    double spread() const {
+        return medianSeconds > 0 ? (maxSeconds - minSeconds) / medianSeconds : 0;
+    }
+    /// The spread of the repeats or the ceilings before/after stayed too wide on every attempt.
+    bool unstable = false;
+    bool ok = false;   ///< check passed (and, for measure(), timing succeeded)
+    std::string error; ///< one line when !ok
 };
+
+/// A measured point against a pair of ceilings (read bandwidth, byte/s; peak, FLOP/s).
+struct RoofPlacement {
+    double roof = 0;           ///< min(peak, intensity x read), FLOP/s (read alone when no peak)
+    double fractionRead = 0;   ///< achieved byte/s over the read ceiling
+    double fractionRoof = 0;   ///< achieved FLOP/s over the roof
+    bool computeBound = false; ///< the peak is the lower of the two
+    /// Above the roof or the read ceiling by more than kCeilingTolerance: a ceiling a kernel
+    /// beats is not a ceiling, so this is a bug in the ceilings or the counts.
+    bool aboveCeiling = false;
+};
+constexpr double kCeilingTolerance = 0.03;
+RoofPlacement placeOnRoof(const Measurement& m, double readBytesPerSecond,
+                          double peakFlopPerSecond);
 
 /// The machine's ceilings, measured (never datasheet values).
 struct Ceilings {
@@ -115,8 +151,22 @@ struct Ceilings {
     /// tensor-core peaks and fp8_e4m3 KV is dequantised to bf16 mma, so it maps to the bf16
     /// peak. FLOP/s.
     std::map<std::string, double> peakFlopPerSecond;
-    std::string readKernel; ///< how the read ceiling was taken (buffer size, method)
+    std::string readKernel; ///< how the read ceiling was taken (the winning kernel, method)
     std::string peakKernel; ///< how the peak was taken
+    /// Read bandwidth with the data resident in L2 / L3 (inner roofline lines), byte/s; 0 when
+    /// not measured.
+    double l2ReadBytesPerSecond = 0;
+    double l3ReadBytesPerSecond = 0;
+    /// Every kernel of the ceiling families with what it measured (byte/s for reads, FLOP/s
+    /// for peaks); the ceilings are the maxima.
+    struct FamilyMember {
+        std::string kernel;
+        double value = 0;
+    };
+    std::vector<FamilyMember> readFamily;
+    std::vector<FamilyMember> peakFamily;
+    /// The peak kernel that won, per dtype name.
+    std::map<std::string, std::string> peakKernelFor;
     bool ok = false;
     std::string error; ///< one line when !ok
     /// Peak for a KV dtype, 0 when unknown.

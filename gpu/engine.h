@@ -27,6 +27,17 @@ public:
     /// Backend limits beyond validateShape(); "" when supported.
     virtual std::string supports(const DecodeShape& shape) const = 0;
     virtual Ceilings measureCeilings(const Progress& progress) = 0;
+    /// A short re-measurement of the read ceiling (the best kernels of the family) and of the
+    /// peak for `dtype`, taken right before and right after a point so both see the machine
+    /// state the point saw, timed in pieces of about `pointBytes` (one run of the point) so
+    /// both see the same time slices of a shared machine. False when the engine does not take
+    /// them (the global ceilings apply).
+    virtual bool spotCeilings(KvDtype dtype, double pointBytes, double* readBytesPerSecond,
+                              double* peakFlopPerSecond, std::string* readKernel) {
+        (void)dtype, (void)pointBytes, (void)readBytesPerSecond, (void)peakFlopPerSecond,
+            (void)readKernel;
+        return false;
+    }
     /// Bytes of cache to defeat when rotating input sets (L2 or LLC).
     virtual std::int64_t cacheBytes() const = 0;
     /// Memory this engine may use for input sets, bytes.

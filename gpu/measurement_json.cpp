@@ -4,6 +4,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <tuple>
 
 namespace kvscope::gpu {
 
@@ -37,7 +38,62 @@ json pointToJson(const Measurement& m) {
     p["kernel"] = m.kernel;
     p["splits"] = m.splits;
     p["repeats"] = m.repeats;
+    p["min_s"] = m.minSeconds;
+    p["max_s"] = m.maxSeconds;
+    p["attempts"] = m.attempts;
+    p["unstable"] = m.unstable;
+    p["input_sets"] = m.inputSets;
+    p["input_set_bytes"] = m.inputSetBytes;
+    if (m.readCeiling() > 0) {
+        p["read_ceiling_before_bytes_per_s"] = m.readCeilingBefore;
+        p["read_ceiling_after_bytes_per_s"] = m.readCeilingAfter;
+        p["peak_before_flop_per_s"] = m.peakBefore;
+        p["peak_after_flop_per_s"] = m.peakAfter;
+        p["read_ceiling_kernel"] = m.readCeilingKernel;
+    }
     return p;
+}
+
+/// The point against its own ceilings (measured around it) when it has them, else the set's.
+json placementToJson(const Measurement& m, const Ceilings& c) {
+    const double read = m.readCeiling() > 0 ? m.readCeiling() : c.readBytesPerSecond;
+    const double peak = m.peakCeiling() > 0 ? m.peakCeiling() : c.peakFor(m.shape.dtype);
+    const RoofPlacement r = placeOnRoof(m, read, peak); // as placePoint() in measure_table
+    return {{"read_ceiling_bytes_per_s", read},   {"peak_flop_per_s", peak},
+            {"roof_flop_per_s", r.roof},          {"fraction_of_read", r.fractionRead},
+            {"fraction_of_roof", r.fractionRoof}, {"bound", r.computeBound ? "compute" : "memory"},
+            {"above_ceiling", r.aboveCeiling}};
+}
+
+json familyToJson(const std::vector<Ceilings::FamilyMember>& family, const char* unit) {
+    json out = json::array();
+    for (const auto& f : family)
+        out.push_back({{"kernel", f.kernel}, {unit, f.value}});
+    return out;
+}
+
+json ceilingsToJson(const Ceilings& c) {
+    json peaks = json::object(), winners = json::object();
+    for (const auto& [k, v] : c.peakFlopPerSecond)
+        peaks[k] = v;
+    for (const auto& [k, v] : c.peakKernelFor)
+        winners[k] = v;
+    json j = {{"read_bytes_per_s", c.readBytesPerSecond}, {"peak_flop_per_s", peaks}};
+    if (!c.readKernel.empty())
+        j["read_kernel"] = c.readKernel;
+    if (!c.peakKernel.empty())
+        j["peak_kernel"] = c.peakKernel;
+    if (!winners.empty())
+        j["peak_kernel_for"] = winners;
+    if (c.l2ReadBytesPerSecond > 0)
+        j["l2_read_bytes_per_s"] = c.l2ReadBytesPerSecond;
+    if (c.l3ReadBytesPerSecond > 0)
+        j["l3_read_bytes_per_s"] = c.l3ReadBytesPerSecond;
+    if (!c.readFamily.empty())
+        j["read_family"] = familyToJson(c.readFamily, "bytes_per_s");
+    if (!c.peakFamily.empty())
+        j["peak_family"] = familyToJson(c.peakFamily, "flop_per_s");
+    return j;
 }
 
 /// Field readers: each failure becomes "path: rule" in *error.
@@ -93,6 +149,126 @@ struct Reader {
     }
 };
 
+/// An optional non-negative number: absent leaves *out, present must be valid.
+bool optionalNumber(const json& obj, const std::string& path, const char* key, Reader& r,
+                    double* out) {
+    return !obj.contains(key) || r.number(obj, path, key, out, false);
+}
+
+std::string optionalString(const json& obj, const char* key) {
+    auto it = obj.find(key);
+    return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+/// The fields added with the ceiling families and the per-point ceilings: optional, so older
+/// files still load.
+bool readCeilingExtras(const json& ceil, Reader& r, Ceilings* c) {
+    if (!optionalNumber(ceil, "ceilings.", "l2_read_bytes_per_s", r, &c->l2ReadBytesPerSecond) ||
+        !optionalNumber(ceil, "ceilings.", "l3_read_bytes_per_s", r, &c->l3ReadBytesPerSecond))
+        return false;
+    c->readKernel = optionalString(ceil, "read_kernel");
+    c->peakKernel = optionalString(ceil, "peak_kernel");
+    if (auto it = ceil.find("peak_kernel_for"); it != ceil.end() && it->is_object())
+        for (auto w = it->begin(); w != it->end(); ++w)
+            if (w->is_string())
+                c->peakKernelFor[w.key()] = w->get<std::string>();
+    for (auto [key, unit, family] : {std::tuple{"read_family", "bytes_per_s", &c->readFamily},
+                                     std::tuple{"peak_family", "flop_per_s", &c->peakFamily}}) {
+        auto it = ceil.find(key);
+        if (it == ceil.end())
+            continue;
+        if (!it->is_array())
+            return r.fail(std::string("ceilings.") + key, "must be an array");
+        for (std::size_t i = 0; i < it->size(); ++i) {
+            const std::string path =
+                std::string("ceilings.") + key + "[" + std::to_string(i) + "].";
+            Ceilings::FamilyMember f;
+            if (!(*it)[i].is_object() || !r.string((*it)[i], path, "kernel", &f.kernel) ||
+                !r.number((*it)[i], path, unit, &f.value, false))
+                return r.fail(path + unit,
+                              "must be an object with kernel and " + std::string(unit));
+            family->push_back(f);
+        }
+    }
+    return true;
+}
+
+bool readPointExtras(const json& p, const std::string& path, Reader& r, Measurement* m) {
+    if (!optionalNumber(p, path, "min_s", r, &m->minSeconds) ||
+        !optionalNumber(p, path, "max_s", r, &m->maxSeconds) ||
+        !optionalNumber(p, path, "input_set_bytes", r, &m->inputSetBytes) ||
+        !optionalNumber(p, path, "read_ceiling_before_bytes_per_s", r, &m->readCeilingBefore) ||
+        !optionalNumber(p, path, "read_ceiling_after_bytes_per_s", r, &m->readCeilingAfter) ||
+        !optionalNumber(p, path, "peak_before_flop_per_s", r, &m->peakBefore) ||
+        !optionalNumber(p, path, "peak_after_flop_per_s", r, &m->peakAfter))
+        return false;
+    if (auto it = p.find("attempts"); it != p.end() && it->is_number_integer())
+        m->attempts = it->get<int>();
+    if (auto it = p.find("input_sets"); it != p.end() && it->is_number_integer())
+        m->inputSets = it->get<int>();
+    if (auto it = p.find("unstable"); it != p.end() && it->is_boolean())
+        m->unstable = it->get<bool>();
+    m->readCeilingKernel = optionalString(p, "read_ceiling_kernel");
+    return true;
+}
+
+/// One element of "points"; path is "points[i].".
+bool readPoint(const json& p, const std::string& path, Reader& r, Measurement* m) {
+    DecodeShape& s = m->shape;
+    std::string attention, dtype;
+    std::int64_t headDim = 0;
+    if (!r.string(p, path, "variant", &m->variant) || !r.string(p, path, "attention", &attention))
+        return false;
+    if (attention == "mla")
+        s.kind = Attention::Mla;
+    else if (attention == "gqa")
+        s.kind = Attention::Gqa;
+    else
+        return r.fail(path + "attention", "must be \"gqa\" or \"mla\", got \"" + attention + "\"");
+    if (!r.integer(p, path, "q_heads", &s.qHeads) || !r.integer(p, path, "kv_heads", &s.kvHeads) ||
+        !r.integer(p, path, "head_dim", &headDim) || !r.integer(p, path, "context", &s.context) ||
+        !r.integer(p, path, "batch", &s.batch) || !r.string(p, path, "kv_dtype", &dtype))
+        return false;
+    auto dt = parseDtype(dtype);
+    if (!dt)
+        return r.fail(path + "kv_dtype", "unknown dtype \"" + dtype + "\"");
+    s.dtype = *dt;
+    if (s.kind == Attention::Mla) {
+        s.kvLoraRank = 512;
+        s.ropeDim = 64;
+        if (p.contains("kv_lora_rank") && !r.integer(p, path, "kv_lora_rank", &s.kvLoraRank))
+            return false;
+        if (p.contains("rope_dim") && !r.integer(p, path, "rope_dim", &s.ropeDim))
+            return false;
+        if (headDim != s.kvLoraRank + s.ropeDim)
+            return r.fail(path + "head_dim", "must equal kv_lora_rank + rope_dim for mla");
+        s.headDim = headDim;
+    } else {
+        s.headDim = headDim;
+        if (s.qHeads % s.kvHeads != 0)
+            return r.fail(path + "kv_heads", "must divide q_heads");
+    }
+    if (!r.number(p, path, "median_s", &m->medianSeconds, true) ||
+        !r.number(p, path, "bytes", &m->bytes, true) ||
+        !r.number(p, path, "flops", &m->flops, true) ||
+        !r.number(p, path, "bytes_per_s", &m->bytesPerSecond, true) ||
+        !r.number(p, path, "flop_per_s", &m->flopPerSecond, true) ||
+        !r.number(p, path, "intensity_flop_per_byte", &m->intensityFlopPerByte, true) ||
+        !r.number(p, path, "max_rel_error", &m->maxRelError, false))
+        return false;
+    if (auto it = p.find("kernel"); it != p.end() && it->is_string())
+        m->kernel = it->get<std::string>();
+    if (auto it = p.find("splits"); it != p.end() && it->is_number_integer())
+        m->splits = it->get<int>();
+    if (auto it = p.find("repeats"); it != p.end() && it->is_number_integer())
+        m->repeats = it->get<int>();
+    if (!readPointExtras(p, path, r, m))
+        return false;
+    m->errorBound = errorBoundFor(s.dtype);
+    m->ok = true;
+    return true;
+}
+
 } // namespace
 
 std::string toJson(const MeasurementSet& set) {
@@ -101,15 +277,14 @@ std::string toJson(const MeasurementSet& set) {
     j["device"] = set.device;
     if (!set.model.empty())
         j["model"] = set.model;
-    json peaks = json::object();
-    for (const auto& [k, v] : set.ceilings.peakFlopPerSecond)
-        peaks[k] = v;
-    j["ceilings"] = {{"read_bytes_per_s", set.ceilings.readBytesPerSecond},
-                     {"peak_flop_per_s", peaks}};
+    j["ceilings"] = ceilingsToJson(set.ceilings);
     json points = json::array();
     for (const Measurement& m : set.points)
-        if (m.ok)
-            points.push_back(pointToJson(m));
+        if (m.ok) {
+            json p = pointToJson(m);
+            p["placement"] = placementToJson(m, set.ceilings);
+            points.push_back(p);
+        }
     j["points"] = points;
     return j.dump(2) + "\n";
 }
@@ -159,6 +334,8 @@ bool fromJson(const std::string& text, MeasurementSet* out, std::string* error) 
             return false;
         set.ceilings.peakFlopPerSecond[std::string(dtypeName(*parseDtype(it.key())))] = v;
     }
+    if (!readCeilingExtras(*ceil, r, &set.ceilings))
+        return false;
     set.ceilings.ok = true;
     const json* points = r.field(j, "", "points");
     if (!points)
@@ -171,60 +348,8 @@ bool fromJson(const std::string& text, MeasurementSet* out, std::string* error) 
         if (!p.is_object())
             return r.fail("points[" + std::to_string(i) + "]", "must be an object");
         Measurement m;
-        DecodeShape& s = m.shape;
-        std::string attention, dtype;
-        std::int64_t headDim = 0;
-        if (!r.string(p, path, "variant", &m.variant) ||
-            !r.string(p, path, "attention", &attention))
+        if (!readPoint(p, path, r, &m))
             return false;
-        if (attention == "mla")
-            s.kind = Attention::Mla;
-        else if (attention == "gqa")
-            s.kind = Attention::Gqa;
-        else
-            return r.fail(path + "attention",
-                          "must be \"gqa\" or \"mla\", got \"" + attention + "\"");
-        if (!r.integer(p, path, "q_heads", &s.qHeads) ||
-            !r.integer(p, path, "kv_heads", &s.kvHeads) ||
-            !r.integer(p, path, "head_dim", &headDim) ||
-            !r.integer(p, path, "context", &s.context) || !r.integer(p, path, "batch", &s.batch) ||
-            !r.string(p, path, "kv_dtype", &dtype))
-            return false;
-        auto dt = parseDtype(dtype);
-        if (!dt)
-            return r.fail(path + "kv_dtype", "unknown dtype \"" + dtype + "\"");
-        s.dtype = *dt;
-        if (s.kind == Attention::Mla) {
-            s.kvLoraRank = 512;
-            s.ropeDim = 64;
-            if (p.contains("kv_lora_rank") && !r.integer(p, path, "kv_lora_rank", &s.kvLoraRank))
-                return false;
-            if (p.contains("rope_dim") && !r.integer(p, path, "rope_dim", &s.ropeDim))
-                return false;
-            if (headDim != s.kvLoraRank + s.ropeDim)
-                return r.fail(path + "head_dim", "must equal kv_lora_rank + rope_dim for mla");
-            s.headDim = headDim;
-        } else {
-            s.headDim = headDim;
-            if (s.qHeads % s.kvHeads != 0)
-                return r.fail(path + "kv_heads", "must divide q_heads");
-        }
-        if (!r.number(p, path, "median_s", &m.medianSeconds, true) ||
-            !r.number(p, path, "bytes", &m.bytes, true) ||
-            !r.number(p, path, "flops", &m.flops, true) ||
-            !r.number(p, path, "bytes_per_s", &m.bytesPerSecond, true) ||
-            !r.number(p, path, "flop_per_s", &m.flopPerSecond, true) ||
-            !r.number(p, path, "intensity_flop_per_byte", &m.intensityFlopPerByte, true) ||
-            !r.number(p, path, "max_rel_error", &m.maxRelError, false))
-            return false;
-        if (auto it = p.find("kernel"); it != p.end() && it->is_string())
-            m.kernel = it->get<std::string>();
-        if (auto it = p.find("splits"); it != p.end() && it->is_number_integer())
-            m.splits = it->get<int>();
-        if (auto it = p.find("repeats"); it != p.end() && it->is_number_integer())
-            m.repeats = it->get<int>();
-        m.errorBound = errorBoundFor(s.dtype);
-        m.ok = true;
         set.points.push_back(std::move(m));
     }
     *out = std::move(set);

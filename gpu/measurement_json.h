@@ -12,6 +12,20 @@
 //
 // MLA points also carry "kv_lora_rank" and "rope_dim" (kv_heads is 1 and head_dim is
 // kv_lora_rank + rope_dim for them). Only points that passed their check are stored.
+//
+// Optional fields (written by this version, absent in older files, all in SI units):
+//   ceilings: "read_kernel" (the read kernel that won, thread count, buffer), "peak_kernel",
+//     "peak_kernel_for" {dtype: kernel}, "l2_read_bytes_per_s" and "l3_read_bytes_per_s"
+//     (cache-resident read ceilings: the roofline's inner lines), "read_family" and
+//     "peak_family" ([{"kernel", "bytes_per_s" | "flop_per_s"}], every kernel of the family
+//     and what it measured; the ceilings are their maxima).
+//   points: "min_s", "max_s" (fastest / slowest repeat), "attempts", "unstable" (spread too
+//     wide on every attempt), "input_sets", "input_set_bytes" (the rotation),
+//     "read_ceiling_before_bytes_per_s", "read_ceiling_after_bytes_per_s",
+//     "peak_before_flop_per_s", "peak_after_flop_per_s", "read_ceiling_kernel" (the ceilings
+//     measured right before and after the point), and "placement" (written, not read back):
+//     {"read_ceiling_bytes_per_s", "peak_flop_per_s", "roof_flop_per_s", "fraction_of_read",
+//     "fraction_of_roof", "bound": "memory" | "compute", "above_ceiling"}.
 #pragma once
 
 #include "gpu/backend.h"

@@ -32,6 +32,7 @@ private Q_SLOTS:
     void jsonKeys();
     void readableReport();
     void sweepCsv();
+    void sweepBatchStepTable();
     void listings();
     void badInput_data();
     void badInput();
@@ -117,10 +118,31 @@ void TestCli::sweepCsv() {
     QVERIFY(lines.first().startsWith(QStringLiteral("tp,variant,kv_heads")));
     // TP 1..32 × 6 variants (32, 16, 8, 4, 2, 1 KV heads) + header.
     QCOMPARE(lines.size(), 6 * 6 + 1);
-    // Llama-3-8B GQA-4 at TP=16: one replicated KV head per rank, 16 KiB per token per rank.
+    // Llama-3-8B at TP=16 (GQA-8: eight KV groups of g = 4, the GQA paper's naming): one
+    // replicated KV head per rank, 16 KiB per token per rank.
     QVERIFY(std::any_of(lines.begin(), lines.end(), [](const QString& l) {
-        return l.startsWith(QStringLiteral("16,GQA-4,8,1,true,131072,16384,"));
+        return l.startsWith(QStringLiteral("16,GQA-8,8,1,true,131072,16384,"));
     }));
+}
+
+void TestCli::sweepBatchStepTable() {
+    // --batch: the decode step for every h_kv and batch at --tp (core/step.h).
+    const Run r = cli(words("sweep --model llama-3-70b --gpu h200 --tp 2 --batch 1,6 --csv"));
+    QCOMPARE(r.exitCode, 0);
+    const auto lines = r.out.split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+    QVERIFY(lines.first().startsWith(QStringLiteral("variant,kv_heads,batch,weight_bytes,")));
+    QCOMPARE(lines.size(), 7 * 2 + 1); // 7 layouts × 2 batches + header
+    // h_kv 8 at batch 6: 69,503,033,344 B of weights and 6 × 1.34 GB of KV per rank, memory-bound.
+    QVERIFY(std::any_of(lines.begin(), lines.end(), [](const QString& l) {
+        return l.contains(QStringLiteral(",8,6,69503033344,8053063680,")) &&
+               l.contains(QStringLiteral(",memory,"));
+    }));
+    const Run text = cli(words("sweep --model llama-3-70b --tp 8 --batch 1,64"));
+    QCOMPARE(text.exitCode, 0);
+    QVERIFY(text.out.contains(QStringLiteral("ms/token")));
+    const Run bad = cli(words("sweep --model llama-3-70b --batch 1,0"));
+    QCOMPARE(bad.exitCode, 2);
+    QVERIFY(bad.err.contains(QStringLiteral("--batch: must be a comma-separated list")));
 }
 
 void TestCli::listings() {

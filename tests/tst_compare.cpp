@@ -1,12 +1,11 @@
 // Compare: ratios B / A and their phrasing, side errors, and `kvscope-cli compare`.
+#include "cli_runner.h"
 #include "core/compare.h"
 #include "core/export.h"
 #include "core/presets.h"
 
 #include <QJsonDocument>
 #include <QJsonObject>
-#include "cli_runner.h"
-
 #include <QTest>
 #include <cmath>
 #include <limits>
@@ -173,6 +172,12 @@ private Q_SLOTS:
                                              QStringLiteral("--b"),
                                              QStringLiteral("--model llama-3-70b --tp 4")}
                               << 0 << "bytes per token per rank";
+        // The GQA paper's naming: Llama-3-8B (32 query heads, 8 KV heads) is GQA-8, not GQA-4.
+        QTest::newRow("llama3-8b is gqa-8 by its kv groups")
+            << QStringList{QStringLiteral("compare"), QStringLiteral("--a"),
+                           QStringLiteral("--model llama-3-8b --h-kv 32"), QStringLiteral("--b"),
+                           QStringLiteral("--model llama-3-8b --tp 4")}
+            << 0 << ", GQA-8, h100-sxm, TP=4";
         QTest::newRow("bad tp in b")
             << QStringList{QStringLiteral("compare"), QStringLiteral("--a"),
                            QStringLiteral("--model llama-3-70b"), QStringLiteral("--b"),

@@ -14,6 +14,7 @@
 #include <QDir>
 #include <QFile>
 #include <QImage>
+#include <QLabel>
 #include <QSet>
 #include <QSettings>
 #include <QSlider>
@@ -116,6 +117,32 @@ private Q_SLOTS:
         w.controlsPanel()->step(Control::Tp, -1);
         w.flushRefresh();
         QVERIFY(w.state().deployment.tp < tp);
+    }
+
+    // The GQA paper names GQA by its KV groups ("GQA-8 means eight KV groups"): Llama-3-8B
+    // (32 query heads, 8 KV heads) is GQA-8 with g = 4, and every view says so.
+    void variantLabelsFollowThePaper() {
+        MainWindow w(MainWindow::Options{false, false});
+        w.resize(1600, 1000);
+        w.show();
+        QVERIFY(w.loadModelRef(QStringLiteral("llama-3-8b")));
+        w.flushRefresh();
+        QCOMPARE(q(w.report().variant), QStringLiteral("GQA-8"));
+        QVERIFY2(w.windowTitle().contains(QStringLiteral("GQA-8 · g = 4")),
+                 qPrintable(w.windowTitle()));
+        auto* kvValue = w.findChild<QLabel*>(QStringLiteral("kvHeadsValue"));
+        QVERIFY(kvValue);
+        QCOMPARE(kvValue->text(), QStringLiteral("GQA-8 · g = 4"));
+        QStringList labels;
+        for (const auto& v : computeRoofline(w.state(), w.report()).variants)
+            labels << q(v.label);
+        QCOMPARE(labels, (QStringList{QStringLiteral("MHA"), QStringLiteral("GQA-16"),
+                                      QStringLiteral("GQA-8"), QStringLiteral("GQA-4"),
+                                      QStringLiteral("GQA-2"), QStringLiteral("MQA")}));
+        // MHA and MQA keep their names and get no g.
+        QCOMPARE(q(variantWithGroup(w.report().variant, 32, 8)), QStringLiteral("GQA-8 · g = 4"));
+        QCOMPARE(q(variantWithGroup("MHA", 32, 32)), QStringLiteral("MHA"));
+        QCOMPARE(q(variantWithGroup("MQA", 32, 1)), QStringLiteral("MQA"));
     }
 
     void fixtureLoads_data() {

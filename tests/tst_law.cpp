@@ -356,6 +356,7 @@ void TestLaw::vllmPoolMatchesVllmLogs() {
     QFETCH(double, loggedWeightsGiB);
     QFETCH(double, loggedPoolGiB);
     Deployment d = dep(tp);
+    d.engine = parseEngineSpec("vllm@0.11").value(); // the logs' release
     if (fp8Weights)
         d.weightDtype = WeightDtype::FP8;
     const auto r = eval(model(modelId.toUtf8().constData()), gpu("h100-sxm"), d);
@@ -396,18 +397,22 @@ void TestLaw::decodeStepTraffic() {
     // shrinking KV further (MQA) buys little.
     const auto m = model("llama-3-70b");
     const auto gqa8 = eval(m, gpu("h100-sxm"), dep(8));
-    QVERIFY(gqa8.stepKvFraction < 0.05);
-    QCOMPARE(gqa8.stepKvBytesPerRank, gqa8.requestBytesPerRank);
+    QVERIFY(gqa8.step.kvFraction < 0.05);
+    QCOMPARE(gqa8.step.kvBytes, gqa8.requestBytesPerRank);
     Deployment wide = dep(8);
     wide.batch = 64;
     const auto gqaB64 = eval(m, gpu("h100-sxm"), wide);
-    QCOMPARE(gqaB64.stepKvBytesPerRank, 64 * gqa8.requestBytesPerRank);
+    QCOMPARE(gqaB64.step.kvBytes, 64 * gqa8.requestBytesPerRank);
     wide.kvHeads = 64;
     const auto mhaB64 = eval(m, gpu("h100-sxm"), wide);
-    QVERIFY(mhaB64.stepKvFraction > 0.9); // MHA at batch 64: KV is nearly the whole step
-    QCOMPARE(gqaB64.stepTimeLowerBoundS,
-             static_cast<double>(gqaB64.stepWeightBytesPerRank + gqaB64.stepKvBytesPerRank) /
-                 3.35e12);
+    QVERIFY(mhaB64.step.kvFraction > 0.9); // MHA at batch 64: KV is nearly the whole step
+    // The bound: all the step's bytes at HBM bandwidth (memory binds at batch 64), plus the TP
+    // all-reduces over NVLink.
+    QCOMPARE(gqaB64.step.timeLowerBoundS,
+             static_cast<double>(gqaB64.step.weightBytes + gqaB64.step.kvBytes +
+                                 gqaB64.step.activationBytes) /
+                     3.35e12 +
+                 gqaB64.step.commTimeS);
 }
 
 void TestLaw::sweepCoversEveryVariant() {
@@ -421,8 +426,13 @@ void TestLaw::sweepCoversEveryVariant() {
         refused += row.report.ok() ? 0 : 1;
     QCOMPARE(refused, 0); // every power-of-two TP works for power-of-two heads
     QCOMPARE(variantLabel(m, 64), std::string("MHA"));
+    // The GQA paper names GQA by its KV groups: GQA-8 has 8 KV heads whatever h is.
     QCOMPARE(variantLabel(m, 8), std::string("GQA-8"));
+    QCOMPARE(variantLabel(m, 16), std::string("GQA-16")); // g = 4
+    QCOMPARE(variantLabel(m, 2), std::string("GQA-2"));   // g = 32
     QCOMPARE(variantLabel(m, 1), std::string("MQA"));
+    QCOMPARE(variantLabel(model("llama-3-8b"), 8), std::string("GQA-8")); // g = 4
+    QCOMPARE(variantLabel(model("llama-3-8b"), 32), std::string("MHA"));
     const auto falcon = model("falcon-7b"); // 71 heads: TP 1 only among powers of two
     int ok = 0;
     for (const auto& row : sweep(falcon, gpu("h100-sxm"), Deployment{}, 8))

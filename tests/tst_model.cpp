@@ -353,8 +353,19 @@ void TestModel::malformed_data() {
         << "absurd";
     QTest::newRow("deep nesting") << QByteArray(100000, '[') << "config.json"
                                   << "nested deeper";
+    // Python's json (and so every engine) reads NaN; it is then no layer count.
     QTest::newRow("nan literal")
         << QByteArray(R"({"num_hidden_layers": NaN, "num_attention_heads": 8, "hidden_size": 512})")
+        << "num_hidden_layers"
+        << "must be an integer, got NaN";
+    QTest::newRow("infinity literal")
+        << QByteArray(
+               R"({"num_hidden_layers": 2, "num_attention_heads": -Infinity, "hidden_size": 512})")
+        << "num_attention_heads"
+        << "must be an integer, got -Infinity";
+    QTest::newRow("NaN inside a word is no literal")
+        << QByteArray(
+               R"({"num_hidden_layers": NaNa, "num_attention_heads": 8, "hidden_size": 512})")
         << "config.json"
         << "malformed JSON";
 }

@@ -161,7 +161,7 @@ private Q_SLOTS:
                     f.group != FieldGroup::Deployment,
                 f.flag.c_str()); // one name: the flag is the key with dashes
         }
-        QCOMPARE(deploymentRows, 12); // every member of Deployment (core/law.h)
+        QCOMPARE(deploymentRows, 15); // every member of Deployment (core/law.h)
         QCOMPARE(findField("--util"), findField("gpu_mem_util"));
         QCOMPARE(findField("util"), findField("--gpu-mem-util"));
     }

@@ -24,7 +24,7 @@ private Q_SLOTS:
     void chapterParsesAndVerifies() {
         auto story = loadBuiltinStory("chapter");
         QVERIFY2(story.ok(), story.ok() ? "" : story.error().message().c_str());
-        QCOMPARE(story->steps.size(), std::size_t(9));
+        QCOMPARE(story->steps.size(), std::size_t(10));
         auto ok = verifyStory(story.value());
         QVERIFY2(ok.ok(), ok.ok() ? "" : ok.error().message().c_str());
         QVERIFY(std::find(builtinStories().begin(), builtinStories().end(), "chapter") !=
@@ -58,6 +58,13 @@ private Q_SLOTS:
         QTest::newRow("mla 611,191 tokens at 40 GiB") << 7 << "tokens_capacity" << 611191.0 << 0.0;
         QTest::newRow("crossover 4.66") << 7 << "crossover" << 4.66 << 0.005;
         QTest::newRow("dcp8 37 requests at 128k") << 8 << "max_concurrency" << 37.0 << 0.0;
+        // "Halving KV bytes again when KV is 10% of the step's traffic buys 5%": GQA-8 at
+        // batch 6, TP 2 reads KV at 10.4% of the step; h_kv 4 takes 16.23 ms to 15.39 ms.
+        QTest::newRow("kv 10% of the step") << 9 << "compare.step_kv_fraction" << 0.10 << 0.005;
+        QTest::newRow("gqa8 step 16.23 ms")
+            << 9 << "compare.step_time_lower_bound_s" << 0.01623 << 0.00001;
+        QTest::newRow("gqa16 step 15.39 ms")
+            << 9 << "step_time_lower_bound_s" << 0.01539 << 0.00001;
     }
     void chapterKeyNumbers() {
         QFETCH(int, step);
@@ -84,6 +91,29 @@ private Q_SLOTS:
                 if (!k.text.empty())
                     QVERIFY2(step.caption.find(k.text) != std::string::npos, k.text.c_str());
         }
+    }
+
+    // A step title that names a variant ("GQA-8: ...") names the one its state evaluates to,
+    // by the GQA paper's convention (GQA-G has G = h_kv KV groups).
+    void titlesNameTheStepsVariant() {
+        auto story = loadBuiltinStory("chapter");
+        QVERIFY(story.ok());
+        int named = 0;
+        for (const auto& step : story->steps) {
+            const auto colon = step.title.find(':');
+            if (colon == std::string::npos)
+                continue;
+            const std::string head = step.title.substr(0, colon);
+            if (head != "MHA" && head != "MQA" && head.rfind("GQA-", 0) != 0)
+                continue;
+            auto ev = evaluateStep(step);
+            QVERIFY2(ev.ok(), step.title.c_str());
+            QCOMPARE(ev->report.variant, head);
+            if (head.rfind("GQA-", 0) == 0)
+                QCOMPARE(head, "GQA-" + std::to_string(ev->report.kvHeads));
+            ++named;
+        }
+        QVERIFY(named >= 3); // MHA, MQA and GQA-8 open the chapter
     }
 
     void teacherStoryFile() {

@@ -219,7 +219,9 @@ void ControlsPanel::setState(const AppState& s) {
     const auto kvIt = std::find(kv_.begin(), kv_.end(), kv);
     kvSlider_->setValue(kvIt == kv_.end() ? 0 : static_cast<int>(kvIt - kv_.begin()));
     QString kvText = q(kvChoiceLabel(m, kv));
-    if (kv)
+    if (kv && kvText.startsWith(QLatin1String("GQA-")))
+        kvText = q(variantWithGroup(kvText.toStdString(), m.qHeads.value, *kv)); // "GQA-8 · g = 4"
+    else if (kv)
         kvText += tr("  h_kv %1").arg(*kv);
     kvValue_->setText(kvText);
 
@@ -240,9 +242,16 @@ void ControlsPanel::setState(const AppState& s) {
     utilSlider_->setValue(static_cast<int>(std::lround(d.gpuMemUtil * 100)));
     utilValue_->setText(q(fixed(d.gpuMemUtil, 2)));
 
-    dtypeCombo_->clear();
-    for (KvDtype k : dtypes_)
-        dtypeCombo_->addItem(dtypeTitle(k));
+    // Refilled only when the choices change: a refill re-measures the combo and relayouts the
+    // whole panel on every slider step.
+    bool sameDtypes = dtypeCombo_->count() == static_cast<int>(dtypes_.size());
+    for (int i = 0; sameDtypes && i < dtypeCombo_->count(); ++i)
+        sameDtypes = dtypeCombo_->itemText(i) == dtypeTitle(dtypes_[static_cast<std::size_t>(i)]);
+    if (!sameDtypes) {
+        dtypeCombo_->clear();
+        for (KvDtype k : dtypes_)
+            dtypeCombo_->addItem(dtypeTitle(k));
+    }
     const auto dt = std::find(dtypes_.begin(), dtypes_.end(), d.kvDtype);
     dtypeCombo_->setCurrentIndex(dt == dtypes_.end() ? 0 : static_cast<int>(dt - dtypes_.begin()));
     poolCombo_->setCurrentIndex(poolCombo_->findData(static_cast<int>(d.poolModel)));

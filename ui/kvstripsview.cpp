@@ -132,7 +132,7 @@ void KvStripsView::relayout(bool animate) {
     // Ruler scale with hysteresis, so a growing context visibly lengthens the strips before
     // the ruler rescales.
     const double stripBytes =
-        static_cast<double>(report_.stepKvBytesPerRank) /
+        static_cast<double>(report_.step.kvBytes) /
         static_cast<double>(std::max<std::int64_t>(1, report_.kvHeadsPerRank));
     if (scaleBytes_ <= 0 || stripBytes > scaleBytes_ || stripBytes < scaleBytes_ / 12)
         scaleBytes_ = niceBytesCeil(stripBytes * 1.15);
@@ -173,7 +173,7 @@ KvStripsView::Frame KvStripsView::layout(const QSize& size, double scaleBytes) c
     const bool mla = r.attention == AttentionKind::MLA;
     const std::int64_t kvpr = std::max<std::int64_t>(1, r.kvHeadsPerRank);
     const std::int64_t qpr = std::max<std::int64_t>(1, r.qHeadsPerRank);
-    const double stripBytes = static_cast<double>(r.stepKvBytesPerRank) / static_cast<double>(kvpr);
+    const double stripBytes = static_cast<double>(r.step.kvBytes) / static_cast<double>(kvpr);
     const double scale = scaleBytes > 0 ? scaleBytes : niceBytesCeil(stripBytes * 1.15);
     f.scaleBytes = scale;
 
@@ -345,7 +345,7 @@ void KvStripsView::paintFrame(QPainter& p, const QSize& size, const Frame& frame
         tr("Strip length ∝ bytes held: %1 request%2 × %3 tokens = %4 per strip")
             .arg(q(withCommas(r.batch)), r.batch == 1 ? QString() : QStringLiteral("s"),
                  q(withCommas(r.contextPerRank)),
-                 q(humanBytes(static_cast<double>(r.stepKvBytesPerRank) /
+                 q(humanBytes(static_cast<double>(r.step.kvBytes) /
                               static_cast<double>(std::max<std::int64_t>(1, r.kvHeadsPerRank)))));
     bool warn = false;
     if (r.kvReplicated && !mla) {

@@ -8,6 +8,7 @@
 #include "ui/rooflineplot.h"
 #include "ui/session.h"
 #include "ui/sidepanels.h"
+#include "ui/stepplot.h"
 #include "ui/theme.h"
 #include "ui/tpplots.h"
 #include "ui/viewmodel.h"
@@ -216,11 +217,27 @@ void MainWindow::buildViews() {
     intensity_->setObjectName(QStringLiteral("intensityPlot"));
     auto* intensityDock = dock(tr("Intensity vs TP"), QStringLiteral("intensityDock"),
                                wrapPlot(intensity_, nullptr), Qt::BottomDockWidgetArea);
+    step_ = new StepPlot;
+    step_->setObjectName(QStringLiteral("stepPlot"));
+    auto* stepMode = new QComboBox;
+    stepMode->addItems({tr("time per token"), tr("tokens/s per GPU"), tr("bytes (stacked)")});
+    connect(stepMode, &QComboBox::activated, this,
+            [this](int i) { step_->setMode(static_cast<StepPlot::Mode>(i)); });
+    auto* sh = new QWidget;
+    auto* shl = new QHBoxLayout(sh);
+    shl->setContentsMargins(4, 0, 4, 0);
+    shl->addStretch(1);
+    shl->addWidget(new QLabel(tr("show")));
+    shl->addWidget(stepMode);
+    auto* stepDock = dock(tr("Decode step"), QStringLiteral("stepDock"), wrapPlot(step_, sh),
+                          Qt::BottomDockWidgetArea);
     splitDockWidget(rooflineDock, capacityDock, Qt::Horizontal);
     splitDockWidget(capacityDock, intensityDock, Qt::Horizontal);
     splitDockWidget(controlsDock, modelDock, Qt::Vertical);
     tabifyDockWidget(modelDock, gpuDock);
     modelDock->raise();
+    tabifyDockWidget(intensityDock, stepDock);
+    intensityDock->raise();
 
     resizeDocks({controlsDock, numbersDock}, {370, 380}, Qt::Horizontal);
     resizeDocks({rooflineDock}, {400}, Qt::Vertical);
@@ -261,7 +278,8 @@ void MainWindow::buildMenus() {
         {QStringLiteral("numbers"), tr("Numbers…")},
         {QStringLiteral("roofline"), tr("Roofline…")},
         {QStringLiteral("capacity"), tr("Capacity vs TP…")},
-        {QStringLiteral("intensity"), tr("Intensity vs TP…")}};
+        {QStringLiteral("intensity"), tr("Intensity vs TP…")},
+        {QStringLiteral("step"), tr("Decode step…")}};
     for (const auto& [name, title] : views)
         exportView->addAction(title, this, [this, name = name] { exportDialog(name); });
     fileMenu_->addSeparator();
@@ -372,6 +390,8 @@ QWidget* MainWindow::viewWidget(const QString& name) const {
         return capacity_;
     if (name == QLatin1String("intensity"))
         return intensity_;
+    if (name == QLatin1String("step"))
+        return step_;
     return nullptr;
 }
 
@@ -502,13 +522,15 @@ void MainWindow::flushRefresh() {
 }
 
 void MainWindow::setDragging(bool dragging) {
-    for (PlotWidget* p : std::initializer_list<PlotWidget*>{roofline_, capacity_, intensity_})
+    for (PlotWidget* p :
+         std::initializer_list<PlotWidget*>{roofline_, capacity_, intensity_, step_})
         p->setDragging(dragging);
 }
 
 void MainWindow::renderNow() {
     flushRefresh();
-    for (PlotWidget* p : std::initializer_list<PlotWidget*>{roofline_, capacity_, intensity_})
+    for (PlotWidget* p :
+         std::initializer_list<PlotWidget*>{roofline_, capacity_, intensity_, step_})
         p->replot(QCustomPlot::rpImmediateRefresh);
     strips_->finishAnimation();
     repaint();
@@ -534,8 +556,9 @@ void MainWindow::refreshNow() {
                                       gqaReference_ ? &*gqaReference_ : nullptr);
     capacity_->setData(tp);
     intensity_->setData(tp);
+    step_->setState(state_, report_);
     setWindowTitle(tr("kvscope — %1 · %2 · TP %3")
-                       .arg(modelTitle(state_), q(report_.variant))
+                       .arg(modelTitle(state_), q(variantWithGroup(report_)))
                        .arg(report_.tp));
 }
 

@@ -22,6 +22,7 @@ class KvStripsView;
 class NumbersPanel;
 class RooflinePlot;
 class TpPlot;
+class StepPlot;
 class ModelPanel;
 class GpuPanel;
 
@@ -112,6 +113,7 @@ private:
     RooflinePlot* roofline_ = nullptr;
     TpPlot* capacity_ = nullptr;
     TpPlot* intensity_ = nullptr;
+    StepPlot* step_ = nullptr;
     ModelPanel* modelPanel_ = nullptr;
     GpuPanel* gpuPanel_ = nullptr;
     ControlsPanel* controls_ = nullptr;

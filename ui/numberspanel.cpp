@@ -225,10 +225,10 @@ void NumbersPanel::setReport(const Report& r, const std::optional<Report>& previ
         kv += tr("  (checkpoint %1)")
                   .arg(q(humanCount(static_cast<double>(r.kvProjParamsPerLayerModel))));
     set("kvProj", kv);
-    set("stepKv", q(fixed(r.stepKvFraction * 100.0, 1)) + QLatin1Char('%'),
-        tr("KV %1 + weights %2 read per decode step per GPU; ≥ %3 ms at full bandwidth")
-            .arg(bytes(r.stepKvBytesPerRank), bytes(r.stepWeightBytesPerRank),
-                 q(fixed(r.stepTimeLowerBoundS * 1000.0, 2))));
+    set("stepKv", q(fixed(r.step.kvFraction * 100.0, 1)) + QLatin1Char('%'),
+        tr("KV %1 + weights %2 read per decode step per GPU; ≥ %3 ms per token (%4-bound)")
+            .arg(bytes(r.step.kvBytes), bytes(r.step.weightBytes),
+                 q(fixed(r.step.timeLowerBoundS * 1000.0, 2)), q(toString(r.step.bound))));
 
     QStringList lines;
     if (previous) {

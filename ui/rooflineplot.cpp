@@ -323,7 +323,8 @@ void RooflinePlot::rebuild() {
         t->setPositionAlignment(Qt::AlignRight | Qt::AlignBottom);
         t->setTextAlignment(Qt::AlignLeft);
         QString text = tr("%1 at %2 FLOP/B\n%3 of bf16 peak")
-                           .arg(q(current->label), intensityText(current->intensityFlopPerByte),
+                           .arg(q(current->longLabel.empty() ? current->label : current->longLabel),
+                                intensityText(current->intensityFlopPerByte),
                                 percentText(current->fractionOfPeak));
         calloutTexts_ = QStringList{text};
         if (!sameAsCurrent.isEmpty()) {

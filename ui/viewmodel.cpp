@@ -87,6 +87,8 @@ RooflineData computeRoofline(const AppState& s, const Report& current) {
         p.attainableFlopPerS = r->attainableFlopPerS;
         p.fractionOfPeak = r->attainableFractionOfPeak;
         p.mla = r->attention == AttentionKind::MLA;
+        p.longLabel = variantWithGroup(p.label, s.model.qHeads.value,
+                                       kv.value_or(p.mla ? 0 : s.model.kvHeads.value));
         p.current = kv == effectiveKv;
         if (p.current) {
             // The highlighted point is the report the numbers panel shows, not a re-evaluation.
@@ -221,6 +223,16 @@ std::string kvChoiceLabel(const ModelSpec& m, std::optional<std::int64_t> kv) {
     if (!kv)
         return m.mla ? "MLA latent" : variantLabel(m, m.kvHeads.value);
     return variantLabel(m, *kv);
+}
+
+std::string variantWithGroup(const std::string& label, std::int64_t qHeads, std::int64_t kvHeads) {
+    if (label.rfind("GQA-", 0) != 0 || kvHeads <= 0 || qHeads % kvHeads != 0)
+        return label;
+    return label + " · g = " + std::to_string(qHeads / kvHeads);
+}
+
+std::string variantWithGroup(const Report& r) {
+    return variantWithGroup(r.variant, r.qHeads, r.kvHeads);
 }
 
 std::vector<std::int64_t> tpChoices(const ModelSpec& m, std::optional<std::int64_t> kv) {

@@ -14,7 +14,8 @@ namespace kvscope::ui {
 
 /// One variant of the current model on the roofline.
 struct VariantPoint {
-    std::string label; ///< "GQA-8", "MLA latent"
+    std::string label;     ///< "GQA-8", "MLA latent"
+    std::string longLabel; ///< "GQA-8 · g = 4" where a view has room
     double intensityFlopPerByte = 0;
     double attainableFlopPerS = 0;
     double fractionOfPeak = 0;
@@ -90,6 +91,11 @@ std::string modelDisplayName(const std::string& ref, const kvscope::ModelSpec& m
 
 /// The label of an h_kv choice ("MHA", "GQA-8", "MQA", "MLA latent").
 std::string kvChoiceLabel(const kvscope::ModelSpec& m, std::optional<std::int64_t> kv);
+/// The label with the group size beside it where a view has room: "GQA-8 · g = 4" (the GQA
+/// paper names GQA by its KV groups, the chapter's g is the query heads per group). MHA, MQA
+/// and the latent are unchanged.
+std::string variantWithGroup(const std::string& label, std::int64_t qHeads, std::int64_t kvHeads);
+std::string variantWithGroup(const kvscope::Report& r);
 
 /// TP values the slider offers at this h_kv (valid per core, up to 128).
 std::vector<std::int64_t> tpChoices(const kvscope::ModelSpec& m, std::optional<std::int64_t> kv);

@@ -6,6 +6,7 @@
 #include "core/model.h"
 #include "core/presets.h"
 #include "gpu/backend.h"
+#include "gpu/measure_table.h"
 #include "gpu/measurement_json.h"
 #include "gpu/measureplan.h"
 #include "options.h"
@@ -39,7 +40,7 @@ std::vector<Planned> coverageShapes(const std::string& backend) {
     };
     const std::vector<G> gqa = {
         {1, 32, 32, 128, 1000}, // MHA, g = 1
-        {2, 32, 8, 128, 4097},  // GQA-4, context not a multiple of any tile
+        {2, 32, 8, 128, 4097},  // GQA-8 (g = 4), context not a multiple of any tile
         {1, 32, 1, 128, 3000},  // MQA, g = 32
         {1, 12, 2, 64, 777},    // g = 6: padded M tile
         {1, 40, 2, 128, 2048},  // g = 20: two M tiles, one partial
@@ -62,7 +63,7 @@ std::vector<Planned> coverageShapes(const std::string& backend) {
             p.shape.dtype = dt;
             p.variant = g.hkv == g.h ? "MHA"
                         : g.hkv == 1 ? "MQA"
-                                     : "GQA-" + std::to_string(g.h / g.hkv);
+                                     : "GQA-" + std::to_string(g.hkv); // KV groups
             out.push_back(p);
         }
         for (auto [b, h, s] : std::vector<std::array<std::int64_t, 3>>{
@@ -205,13 +206,10 @@ int runMeasure(const MeasureArgs& a) {
         std::cout << ", model " << modelName << " at TP=" << tpSize;
     std::cout << "\n";
     if (!selfCheckOnly) {
-        std::cout << "read ceiling " << fmt("%.1f", set.ceilings.readBytesPerSecond / 1e9)
-                  << " GB/s (" << set.ceilings.readKernel << ")\n";
-        std::cout << "peak " << fmt("%.1f", set.ceilings.peakFor(*dtype) / 1e12) << " TFLOP/s for "
-                  << gpu::dtypeName(*dtype) << " KV (" << set.ceilings.peakKernel << ")";
+        std::cout << gpu::formatCeilings(set.ceilings, *dtype);
         if (!set.ceilings.error.empty())
-            std::cout << " [" << set.ceilings.error << "]";
-        std::cout << "\n\n";
+            std::cout << "[" << set.ceilings.error << "]\n";
+        std::cout << "\n";
     }
 
     int failures = 0;
@@ -239,44 +237,25 @@ int runMeasure(const MeasureArgs& a) {
         return failures ? 1 : 0;
     }
 
-    std::cout << pad("variant", 8, false) << pad("h", 5) << pad("h_kv", 5) << pad("d", 5)
-              << pad("S", 8) << pad("B", 5) << pad("dtype", 9) << pad("splits", 7)
-              << pad("time us", 11) << pad("GB/s", 9) << pad("TFLOP/s", 9) << pad("FLOP/B", 8)
-              << pad("%read", 7) << pad("%roof", 7) << pad("err", 10) << "\n";
+    std::cout << gpu::measureTableHeader();
     for (Planned& p : plan) {
-        const gpu::DecodeShape& s = p.shape;
-        const bool mla = s.kind == gpu::Attention::Mla;
-        std::cout << pad(p.variant, 8, false) << pad(std::to_string(s.qHeads), 5)
-                  << pad(mla ? "-" : std::to_string(s.kvHeads), 5)
-                  << pad(std::to_string(mla ? s.kvLoraRank + s.ropeDim : s.headDim), 5)
-                  << pad(std::to_string(s.context), 8) << pad(std::to_string(s.batch), 5)
-                  << pad(std::string(gpu::dtypeName(s.dtype)), 9);
         if (!p.skip.empty()) {
-            std::cout << "  skipped: " << p.skip << "\n";
+            std::cout << gpu::measureTableRow(p.variant, p.shape, nullptr, "skipped: " + p.skip,
+                                              set.ceilings);
             continue;
         }
-        gpu::Measurement m = backend->measure(s);
+        gpu::Measurement m = backend->measure(p.shape);
         m.variant = p.variant;
         if (!m.ok) {
             ++failures;
-            std::cout << "  FAIL: " << m.error << "\n";
+            std::cout << gpu::measureTableRow(p.variant, p.shape, nullptr, "FAIL: " + m.error,
+                                              set.ceilings);
             continue;
         }
-        const double bw = set.ceilings.readBytesPerSecond, peak = set.ceilings.peakFor(s.dtype);
-        const double roof =
-            peak > 0 ? std::min(peak, m.intensityFlopPerByte * bw) : m.intensityFlopPerByte * bw;
-        std::cout << pad(std::to_string(m.splits), 7) << pad(fmt("%.1f", m.medianSeconds * 1e6), 11)
-                  << pad(fmt("%.1f", m.bytesPerSecond / 1e9), 9)
-                  << pad(fmt("%.3f", m.flopPerSecond / 1e12), 9)
-                  << pad(fmt("%.1f", m.intensityFlopPerByte), 8)
-                  << pad(fmt("%.0f%%", 100.0 * m.bytesPerSecond / bw), 7)
-                  << pad(fmt("%.0f%%", 100.0 * m.flopPerSecond / roof), 7)
-                  << pad(fmt("%.1e", m.maxRelError), 10) << "\n";
+        std::cout << gpu::measureTableRow(p.variant, p.shape, &m, "", set.ceilings) << std::flush;
         set.points.push_back(m);
     }
-    std::cout << "\n%read = achieved bytes/s over the read ceiling; %roof = achieved FLOP/s over "
-                 "min(peak, intensity x read ceiling). Bytes count the KV read once plus Q in and "
-                 "O out.\n";
+    std::cout << gpu::measureTableFooter(set.points, set.ceilings);
 
     if (const std::optional<std::string> path =
             a.json.empty() ? std::nullopt : std::optional<std::string>(a.json)) {

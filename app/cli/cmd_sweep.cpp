@@ -1,6 +1,7 @@
 // kvscope-cli sweep: the size numbers over TP ∈ {1, 2, 4, …} and every valid h_kv.
 #include "command.h"
 #include "core/format.h"
+#include "core/step.h"
 #include "options.h"
 #include "size_flags.h"
 
@@ -21,7 +22,8 @@ std::string csvField(const std::string& s) {
 
 struct SweepArgs {
     kvscope::FieldTexts texts;
-    std::int64_t maxTp = 0; ///< 0: min(query heads, 64)
+    std::int64_t maxTp = 0;            ///< 0: min(query heads, 64)
+    std::vector<std::int64_t> batches; ///< --batch 1,2,4,...: the decode-step table instead
     bool csv = false;
 };
 
@@ -29,6 +31,12 @@ int runSweep(const SweepArgs& a) {
     auto in = kvscope::cli::resolveSizeInputs(a.texts);
     if (!in.ok())
         return kvscope::cli::fail(in.error().message());
+    if (!a.batches.empty()) {
+        std::cout << kvscope::stepTable(
+            in->model, in->gpu, in->deployment,
+            kvscope::stepSweep(in->model, in->gpu, in->deployment, a.batches), a.csv);
+        return 0;
+    }
     std::int64_t maxTp = a.maxTp;
     if (maxTp == 0)
         maxTp = std::min<std::int64_t>(in->model.qHeads.value, 64);
@@ -87,7 +95,28 @@ int runSweep(const SweepArgs& a) {
 
 kvscope::cli::Runner setupSweep(CLI::App& app) {
     auto a = std::make_shared<SweepArgs>();
-    kvscope::cli::addSizeOptions(app, a->texts);
+    // Every size option but --batch, which sweep takes as a list.
+    kvscope::cli::addFieldOptions(app, a->texts,
+                                  [](const kvscope::Field& f) { return f.key != "batch"; });
+    app.add_option("--batch", a->batches,
+                   "Batch sizes: print the decode step at --tp for every h_kv and batch")
+        ->type_name("B,B,...")
+        ->delimiter(',')
+        ->check(CLI::Validator(
+            [](std::string& v) -> std::string {
+                std::size_t used = 0;
+                long long n = 0;
+                try {
+                    n = std::stoll(v, &used);
+                } catch (const std::exception&) {
+                    used = 0;
+                }
+                if (used == 0 || used != v.size() || n < 1 || n > kvscope::kMaxBatch)
+                    return "must be a comma-separated list of positive integers up to " +
+                           kvscope::withCommas(kvscope::kMaxBatch);
+                return {};
+            },
+            std::string()));
     app.add_option("--max-tp", a->maxTp, "Largest TP size to sweep (default: min(heads, 64))")
         ->type_name("N")
         ->check(CLI::Validator(
@@ -110,5 +139,7 @@ kvscope::cli::Runner setupSweep(CLI::App& app) {
 
 } // namespace
 
-KVSCOPE_CLI_COMMAND({"sweep", "The size numbers over TP = 1, 2, 4, ... and every valid h_kv",
+KVSCOPE_CLI_COMMAND({"sweep",
+                     "The size numbers over TP = 1, 2, 4, ... and every valid h_kv; with --batch, "
+                     "the decode step at --tp for every h_kv and batch",
                      &setupSweep});

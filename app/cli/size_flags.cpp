@@ -3,6 +3,8 @@
 #include "core/presets.h"
 #include "options.h"
 
+#include <algorithm>
+
 namespace kvscope::cli {
 
 void addSizeOptions(CLI::App& app, FieldTexts& texts) {
@@ -34,6 +36,13 @@ Result<SizeInputs> resolveSizeInputs(const FieldTexts& texts) {
     if (notes.latentRequested && !in.model.mla)
         return makeError("--h-kv", "'latent' needs an MLA model (kv_lora_rank)");
     in.deployment = in.session.deployment;
+    // An engine pool starts from the release's own default utilisation unless the flag says
+    // otherwise; the chapter's datasheet model keeps its 0.9.
+    const bool utilGiven = std::any_of(
+        texts.begin(), texts.end(), [](const auto& t) { return t.first->key == "gpu_mem_util"; });
+    if (in.deployment.poolModel == PoolModel::Vllm && !utilGiven)
+        in.deployment.gpuMemUtil = defaultGpuMemUtil(in.deployment.engine);
+    in.session.deployment = in.deployment;
     if (auto s = validate(in.model, in.gpu, in.deployment); !s.ok())
         return s.error();
     return in;

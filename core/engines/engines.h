@@ -1,0 +1,37 @@
+// The KV pool per rank as each engine sizes it. vllm.cpp holds vLLM's rules release by
+// release, sglang.cpp SGLang's; core/law.cpp's computePool dispatches here.
+#pragma once
+
+#include "core/engines/engine.h"
+#include "core/law.h"
+
+#include <cstdint>
+
+namespace kvscope {
+
+/// vLLM's determine_available_memory for the deployment's release (see docs/engines.md).
+PoolBreakdown vllmPool(const ModelSpec& m, const GpuSpec& gpu, const Deployment& d,
+                       std::int64_t weightBytesPerRank);
+
+/// SGLang's profile_max_num_token: mem_fraction_static × free memory − weights.
+PoolBreakdown sglangPool(const ModelSpec& m, const GpuSpec& gpu, const Deployment& d,
+                         std::int64_t weightBytesPerRank);
+
+/// vLLM's default max_num_seqs for the API server: 1024 on a GPU of 70 GiB or more that is not
+/// an A100, else 256 (vllm/engine/arg_utils.py, _set_default_args).
+std::int64_t vllmDefaultMaxNumSeqs(const GpuSpec& gpu);
+
+/// The layers each pipeline stage holds: L // pp each, the L % pp extra layers on the stages
+/// just before the last (vllm/distributed/utils.py, get_pp_indices).
+std::vector<std::int64_t> pipelineStageLayers(std::int64_t layers, std::int64_t pp);
+
+/// SGLang's default mem_fraction_static (python/sglang/srt/server_args.py, __post_init__):
+/// 0.4.3 picks it by TP size alone — 0.88 (TP 1), 0.87 (TP 2–3), 0.85 (TP 4–7), 0.81 (TP 8–15),
+/// 0.79 (TP 16+).
+double sglangDefaultMemFractionStatic(const EngineSpec& e, std::int64_t tp);
+
+/// The number the engine prints for the pool: vLLM's "GPU KV cache size: N tokens", SGLang's
+/// "KV Cache is allocated. #tokens: N" (= max_total_num_tokens).
+std::int64_t engineTokens(const Report& r);
+
+} // namespace kvscope

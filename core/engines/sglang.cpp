@@ -1,0 +1,84 @@
+// SGLang's KV pool (python/sglang/srt/model_executor/model_runner.py, profile_max_num_token):
+//   rest = avail after weights − free before weights × (1 − mem_fraction_static)
+//   max_total_num_tokens = rest / cell   (page size 1: no block rounding)
+// "free before weights" is what the device had free when the weights began loading ("Load
+// weight begin. avail mem=…"); SGLang's "GB" there is 2^30 bytes. (1 − mem_fraction_static)
+// of it is left for activations and CUDA graphs, so neither is subtracted from the pool.
+#include "core/engines/engines.h"
+#include "core/format.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace kvscope {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::string gibText(std::int64_t b) {
+    return fixed(static_cast<double>(b) / kGiB, 2) + " GiB";
+}
+
+} // namespace
+
+double sglangDefaultMemFractionStatic(const EngineSpec& /*e*/, std::int64_t tp) {
+    // server_args.py (0.4.3), __post_init__: the larger the TP group, the more memory NCCL and
+    // the CUDA graphs of the bigger batch need beside the pool.
+    if (tp >= 16)
+        return 0.79;
+    if (tp >= 8)
+        return 0.81;
+    if (tp >= 4)
+        return 0.85;
+    if (tp >= 2)
+        return 0.87;
+    return 0.88;
+}
+
+PoolBreakdown sglangPool(const ModelSpec& /*m*/, const GpuSpec& gpu, const Deployment& d,
+                         std::int64_t weightBytesPerRank) {
+    PoolBreakdown p;
+    p.model = PoolModel::Vllm; // an engine model, not the chapter's datasheet one
+    p.engine = d.engine;
+    p.capacityBytes = gpu.reportedMemoryBytes();
+    p.capacitySource =
+        gpu.driverMemoryBytes > 0 ? gpu.driverMemorySource : "datasheet (driver figure unknown)";
+    p.memFractionStatic =
+        d.memFractionStatic.value_or(sglangDefaultMemFractionStatic(d.engine, d.tp));
+    p.memFractionSource = d.memFractionStatic
+                              ? "--mem-fraction-static"
+                              : "server_args.py default for TP " + std::to_string(d.tp);
+    p.util = p.memFractionStatic;
+    // Before the weights load the process already holds its CUDA context (0.51 GiB in every
+    // TP 1 init snapshot of the vLLM 0.19 logs: total 79.19 GiB, free 78.68 GiB).
+    p.cudaContextBytes = std::llround(0.51 * kGiB);
+    p.freeBeforeWeightsBytes = p.capacityBytes - p.cudaContextBytes;
+    p.budgetBytes =
+        std::llround(p.memFractionStatic * static_cast<double>(p.freeBeforeWeightsBytes));
+    p.weightBytes = weightBytesPerRank;
+    p.poolBytes = p.budgetBytes - p.weightBytes;
+    p.stagePoolBytes = p.poolBytes;
+    p.stageLayers = 0;
+    p.terms.push_back(
+        PoolTerm{"budget", "mem_fraction_static × free memory before weights", p.budgetBytes, false,
+                 fixed(p.memFractionStatic, 2) + " × " + gibText(p.freeBeforeWeightsBytes),
+                 p.memFractionSource + "; free = driver total − CUDA context"});
+    p.terms.push_back(PoolTerm{"weights", "weights / TP", p.weightBytes, true,
+                               gibText(p.weightBytes),
+                               "parameter count × bytes per parameter / TP (core/params.cpp)"});
+    p.terms.push_back(PoolTerm{"pool", "KV pool (K size + V size)", p.poolBytes, false,
+                               "budget − weights", "model_runner.py profile_max_num_token"});
+    // The per-rank cudaContextBytes is consumed before the budget; nonTorchBytes() would count
+    // it again, so keep the pool identity budget − weights explicit.
+    p.cudaContextBytes = 0;
+    return p;
+}
+
+std::int64_t engineTokens(const Report& r) {
+    if (r.pool.engine.name == EngineName::Sglang)
+        return r.tokensCapacity; // pool / cell, page size 1
+    return r.vllmTokens;         // blocks × block_size (× DCP)
+}
+
+} // namespace kvscope

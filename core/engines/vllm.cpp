@@ -1,0 +1,326 @@
+// vLLM's KV pool, release by release. The worker (vllm/v1/worker/gpu_worker.py,
+// determine_available_memory) asks for util × the total memory the driver reports, loads the
+// weights, runs one profiling forward pass of max_num_batched_tokens tokens plus a dummy sampler
+// pass, and gives the KV cache what is left:
+//   pool = util × total − weights − torch peak increase − non-torch increase [− CUDA graphs]
+// Each term's rule below names the release range it holds for and its source; docs/engines.md
+// lists the logs each was checked on.
+#include "core/engines/engines.h"
+#include "core/format.h"
+#include "core/params.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace kvscope {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr std::int64_t kMiB = 1024 * 1024;
+
+std::int64_t gibBytes(double g) {
+    return std::llround(g * kGiB);
+}
+
+/// What one vLLM release does in its profiling pass and budget.
+struct VllmRules {
+    std::string range; ///< "0.17–0.20"
+    /// Sampler pass: bytes per (row × vocab) logit element, and whether the rows are every one of
+    /// max_num_batched_tokens tokens (true) or one per dummy request (false).
+    int samplerBytesPerLogit = 16;
+    bool samplerOnEveryToken = false;
+    bool samplerAddsToForward = false;  ///< peak = forward + sampler (else max of the two)
+    bool moeWorkspaceKept = false;      ///< fused-MoE workspace still held during the sampler
+    std::int64_t nonTorchTp1 = 0;       ///< non-torch increase of the profiling pass, one GPU
+    std::int64_t collectiveBuffers = 0; ///< extra non-torch memory once ranks talk (TP or PP > 1)
+    bool graphsSubtracted = false;      ///< CUDA graphs taken off the pool before sizing it
+    int graphModes = 2;                 ///< PIECEWISE and FULL captures
+    int graphSizes = 51;                ///< captured batch sizes up to 512
+    std::string samplerSource, nonTorchSource, graphSource;
+};
+
+VllmRules rulesFor(const EngineSpec& e) {
+    VllmRules r;
+    if (!e.atLeast(0, 11)) {
+        // V0 and V1 up to 0.10: FlashInfer's top-k/top-p sampler is the default on CUDA
+        // ("Using FlashInfer for top-p & top-k sampling." in the 0.10.1.1 logs), so the dummy
+        // sampler pass holds the bf16 logits and their fp32 copy: 6 B per element, one row per
+        // dummy request (PR #13594: hidden_states[logit_indices]).
+        r.range = "up to 0.10";
+        r.samplerBytesPerLogit = 6;
+        r.samplerAddsToForward = true;
+        r.samplerSource = "PR #13594 (dummy sampler on one row per request); FlashInfer sampler "
+                          "default (topk_topp_sampler.py): bf16 + fp32 logits";
+        r.graphModes = 1;  // cudagraph_mode PIECEWISE ("cudagraph_mode":1 in the 0.10.1.1 log)
+        r.graphSizes = 67; // 1, 2, 4, then every 8 up to 512 (cudagraph_capture_sizes)
+    } else if (!e.atLeast(0, 17)) {
+        // 0.11–0.16: the profiling pass produces fp32 logits for every one of the
+        // max_num_batched_tokens tokens on top of the forward pass's activations. Measured:
+        // Llama-3.1-8B 4.76 GiB (0.11, H100), Qwen3-14B 5.64 GiB (0.15–0.16, H100).
+        r.range = "0.11–0.16";
+        r.samplerBytesPerLogit = 4;
+        r.samplerOnEveryToken = true;
+        r.samplerAddsToForward = true;
+        r.samplerSource = "fp32 logits for all max_num_batched_tokens tokens; measured on "
+                          "Llama-3.1-8B (0.11) and Qwen3-14B (0.15–0.16) startup logs";
+    } else {
+        // 0.17 on: the dummy sampler pass runs on one row per dummy request,
+        // min(max_num_seqs, max_num_batched_tokens) rows, through the native top-k/top-p path
+        // (FlashInfer's sampler is opt-in: "FlashInfer top-p/top-k sampling is available but
+        // disabled by default" in the 0.19 logs). apply_top_k_top_p sorts the fp32 logits:
+        // fp32 logits (4 B) + sorted values (4 B) + int64 sort indices (8 B) = 16 B per element.
+        r.range = "0.17 on";
+        r.samplerBytesPerLogit = 16;
+        r.moeWorkspaceKept = true;
+        r.samplerSource = "v1/sample/ops/topk_topp_sampler.py apply_top_k_top_p: fp32 logits + "
+                          "sort values + int64 indices; rows = min(max_num_seqs, tokens)";
+    }
+    if (!e.atLeast(0, 17)) {
+        // 0.11 logs: non-torch memory 0.13 GiB at TP 1; 0.55 GiB at TP 2 (NCCL communicator
+        // buffers, channels × peers × NCCL_BUFFSIZE, plus custom all-reduce's IPC buffers).
+        r.nonTorchTp1 = 133 * kMiB;
+        r.collectiveBuffers = 416 * kMiB;
+        r.nonTorchSource = "measured: 0.13 GiB (TP 1), 0.55 GiB (TP 2) in vLLM 0.11 H100 logs";
+    } else {
+        // 0.19 logs ("non-torch forward increase memory"): 0.24–0.27 GiB in the TP 1 runs,
+        // 2.06–2.17 GiB at TP 2 and TP 4 (NCCL, custom all-reduce and symmetric-memory buffers).
+        r.nonTorchTp1 = gibBytes(0.25);
+        r.collectiveBuffers = gibBytes(1.85);
+        r.nonTorchSource = "measured: 0.24–0.27 GiB (TP 1, 14 logs), 2.06–2.17 GiB (TP 2/4, "
+                           "5 logs) in the vLLM 0.19 H100 logs";
+    }
+    // PR #30515: from 0.21 the worker captures CUDA graphs in a profiling pass and subtracts
+    // their estimate before sizing the pool ("Estimated CUDA graph memory: X GiB total");
+    // 0.19–0.20 print the estimate but do not subtract it (VLLM_MEMORY_PROFILER_ESTIMATE_
+    // CUDAGRAPHS=0 by default); earlier releases capture after sizing the pool.
+    r.graphsSubtracted = e.atLeast(0, 21);
+    r.graphSource = "PR #30515: shared pool = largest first capture + (n − 1) × per graph, per "
+                    "mode; 228 MiB first capture, 0.2 MiB × L (PIECEWISE) + 6 MiB (FULL) per "
+                    "graph, from the 0.19 logs' estimate lines";
+    return r;
+}
+
+bool latent(const ModelSpec& m, const Deployment& d) {
+    return m.mla && !d.kvHeads;
+}
+
+/// Per-token elements of the widest stage of one layer's forward pass, per rank.
+std::int64_t widestStage(const ModelSpec& m, const Deployment& d) {
+    const std::int64_t tp = d.tp;
+    const std::int64_t kvHeads = d.kvHeads.value_or(m.kvHeads.value);
+    const std::int64_t qkv =
+        latent(m, d) ? (m.qLoraRank.value + m.kvLoraRank.value + m.qkRopeHeadDim.value +
+                        m.qHeads.value * (m.qkNopeHeadDim.value + m.qkRopeHeadDim.value) / tp)
+                     : ((m.qHeads.value + 2 * kvHeads) * m.keyDim()) / tp;
+    const std::int64_t attnOut = m.qHeads.value * m.valueDim() / tp;
+    std::int64_t width = m.intermediate.value;
+    if (m.routedExperts.value > 0)
+        width = std::max(width, (m.expertsPerToken.value + m.sharedExperts.value) *
+                                    m.moeIntermediate.value);
+    const std::int64_t mats = m.gatedMlp.value ? 3 : 2; // gate+up output, then act output
+    return std::max(qkv + attnOut, mats * width / tp);
+}
+
+/// The forward pass of `tokens` tokens: the residual stream and the normed hidden state stay
+/// live (2·d) beside the widest stage, 16-bit activations.
+std::int64_t forwardPeak(const ModelSpec& m, const Deployment& d, std::int64_t tokens) {
+    return tokens * (2 * m.hidden.value + widestStage(m, d)) * 2;
+}
+
+/// The fused-MoE workspaces (model_executor/layers/fused_moe): M × top_k × max(2N, K) for the
+/// gate/up output shared with the down output, plus M × top_k × N for the activation, 16-bit,
+/// N = moe_intermediate / TP. vLLM keeps them between calls, so they are still held while the
+/// dummy sampler runs.
+std::int64_t moeWorkspace(const ModelSpec& m, const Deployment& d, std::int64_t tokens) {
+    if (m.routedExperts.value <= 0)
+        return 0;
+    const std::int64_t n = m.moeIntermediate.value / d.tp;
+    const std::int64_t k = m.expertsPerToken.value;
+    return tokens * k * (std::max(2 * n, m.hidden.value) + n) * 2;
+}
+
+struct Stage {
+    std::int64_t layers = 0;
+    std::int64_t weights = 0;
+    std::int64_t activation = 0;
+    std::int64_t pool = 0;
+};
+
+/// Weights of one stage: its share of the layer parameters, the embedding on the first stage,
+/// lm_head (or, tied, a copy of the embedding) on the last.
+std::int64_t stageWeights(const ModelSpec& m, std::int64_t weightBytesPerRank, std::int64_t stage,
+                          std::int64_t pp, std::int64_t layers) {
+    if (pp == 1)
+        return weightBytesPerRank;
+    const ParamCount p = countParams(m);
+    const double total = static_cast<double>(std::max<std::int64_t>(1, p.total()));
+    const double perParam = static_cast<double>(weightBytesPerRank) / total;
+    const double layerParams = static_cast<double>(p.total() - p.embedding - p.lmHead);
+    double params = layerParams * static_cast<double>(layers) / static_cast<double>(m.layers.value);
+    if (stage == 0)
+        params += static_cast<double>(p.embedding);
+    if (stage == pp - 1)
+        params += static_cast<double>(p.lmHead > 0 ? p.lmHead : p.embedding);
+    return std::llround(params * perParam);
+}
+
+void addTerm(PoolBreakdown& p, std::string key, std::string label, std::int64_t bytes,
+             bool subtracted, std::string rule, std::string source) {
+    p.terms.push_back(PoolTerm{std::move(key), std::move(label), bytes, subtracted, std::move(rule),
+                               std::move(source)});
+}
+
+std::string gibText(std::int64_t b) {
+    return fixed(static_cast<double>(b) / kGiB, 2) + " GiB";
+}
+
+/// The activation peak of the last stage (the one that samples) or of any other stage.
+std::int64_t activationPeak(const ModelSpec& m, const Deployment& d, const VllmRules& r,
+                            std::int64_t rows, bool samples, std::string& rule) {
+    const std::int64_t tokens = d.maxNumBatchedTokens;
+    const std::int64_t forward = forwardPeak(m, d, tokens);
+    if (!samples) {
+        rule = "forward " + gibText(forward);
+        return forward;
+    }
+    const std::int64_t samplerRows = r.samplerOnEveryToken ? tokens : rows;
+    const std::int64_t sampler = samplerRows * m.vocab.value * r.samplerBytesPerLogit;
+    std::int64_t workspace = r.moeWorkspaceKept ? moeWorkspace(m, d, tokens) : 0;
+    // profile_run keeps the forward pass's hidden states (tokens × d, 16-bit) while the dummy
+    // sampler runs on their last-token rows.
+    if (!r.samplerAddsToForward)
+        workspace += tokens * m.hidden.value * 2;
+    rule = withCommas(samplerRows) + " rows × vocab " + withCommas(m.vocab.value) + " × " +
+           std::to_string(r.samplerBytesPerLogit) + " B = " + gibText(sampler);
+    if (workspace > 0)
+        rule += " + held " + gibText(workspace) + " (hidden states, MoE workspace)";
+    if (r.samplerAddsToForward) {
+        rule += " + forward " + gibText(forward);
+        return forward + sampler + workspace;
+    }
+    rule = "max(forward " + gibText(forward) + ", " + rule + ")";
+    return std::max(forward, sampler + workspace);
+}
+
+std::int64_t cudaGraphEstimate(const ModelSpec& m, const VllmRules& r) {
+    // gpu_model_runner.py logs, per mode, "Estimated PIECEWISE CUDA graph memory: A
+    // first-capture + (n-1) × B per-graph", and a total in which the graph pool is shared: the
+    // largest first capture once, plus every later graph of every mode (0.19 logs: Qwen2.5-7B
+    // 228 + 50 × 4 + 50 × 4 MiB = 0.61 GiB; gemma-3-27b 172 + 50 × 12 + 50 × 6 MiB = 1.05 GiB).
+    // First capture: 228 MiB with a FULL mode, 118 MiB PIECEWISE alone (medians of 14 logs).
+    // Per graph: a PIECEWISE graph is split at every attention layer, about 0.2 MiB per layer
+    // (4 MiB at 28 layers, 12 MiB at 62); a FULL graph about 6 MiB (median).
+    const std::int64_t n = r.graphSizes - 1;
+    const std::int64_t piecewise = m.layers.value * kMiB / 5;
+    if (r.graphModes > 1)
+        return 228 * kMiB + n * (piecewise + 6 * kMiB);
+    return 118 * kMiB + n * piecewise;
+}
+
+} // namespace
+
+std::int64_t vllmDefaultMaxNumSeqs(const GpuSpec& gpu) {
+    const bool big = static_cast<double>(gpu.reportedMemoryBytes()) >= 70.0 * kGiB;
+    std::string id = gpu.id;
+    std::transform(id.begin(), id.end(), id.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return big && id.find("a100") == std::string::npos ? 1024 : 256;
+}
+
+std::vector<std::int64_t> pipelineStageLayers(std::int64_t layers, std::int64_t pp) {
+    std::vector<std::int64_t> out(static_cast<std::size_t>(std::max<std::int64_t>(1, pp)),
+                                  layers / std::max<std::int64_t>(1, pp));
+    const std::int64_t extra = layers % std::max<std::int64_t>(1, pp);
+    for (std::int64_t i = 2; i < extra + 2; ++i)
+        out[out.size() - static_cast<std::size_t>(i)] += 1;
+    return out;
+}
+
+PoolBreakdown vllmPool(const ModelSpec& m, const GpuSpec& gpu, const Deployment& d,
+                       std::int64_t weightBytesPerRank) {
+    const VllmRules rules = rulesFor(d.engine);
+    PoolBreakdown p;
+    p.model = PoolModel::Vllm;
+    p.engine = d.engine;
+    p.util = d.gpuMemUtil;
+    p.pp = d.pp;
+    p.capacityBytes = gpu.reportedMemoryBytes();
+    p.capacitySource =
+        gpu.driverMemoryBytes > 0 ? gpu.driverMemorySource : "datasheet (driver figure unknown)";
+    // "Requested memory: 0.950000 (util), 75.23 GiB": util × total_memory (gpu_worker.py).
+    p.budgetBytes = static_cast<std::int64_t>(d.gpuMemUtil * static_cast<double>(p.capacityBytes));
+    addTerm(p, "budget", "util × driver-reported memory", p.budgetBytes, false,
+            fixed(d.gpuMemUtil, 2) + " × " + gibText(p.capacityBytes),
+            "gpu_worker.py requested_memory; default util " +
+                fixed(defaultGpuMemUtil(d.engine), 2) + " for " + d.engine.text());
+    p.maxNumSeqs = std::min(vllmDefaultMaxNumSeqs(gpu), d.maxNumBatchedTokens);
+
+    p.cudaContextBytes = rules.nonTorchTp1;
+    if (d.tp * d.pp > 1) {
+        // Custom all-reduce runs for TP 2, 4, 6, 8 only (distributed/device_communicators/
+        // custom_all_reduce.py, _SUPPORTED_WORLD_SIZES): an 8 MiB IPC buffer plus 8 MiB of
+        // metadata and registered pointers per rank; NCCL holds the rest of the collectives.
+        if (d.tp <= 8 && d.tp % 2 == 0)
+            p.customAllReduceBytes = 16 * kMiB;
+        p.ncclBytes = rules.collectiveBuffers - p.customAllReduceBytes;
+    }
+    p.cudaGraphEstimateBytes = cudaGraphEstimate(m, rules);
+    p.cudaGraphBytes = rules.graphsSubtracted ? p.cudaGraphEstimateBytes : 0;
+
+    // Every stage sizes its own pool; the engine keeps the smallest number of blocks.
+    const std::vector<std::int64_t> layers = pipelineStageLayers(m.layers.value, d.pp);
+    std::string lastRule, otherRule;
+    Stage limiting;
+    double limitingTokensPerLayerByte = -1;
+    for (std::int64_t s = 0; s < d.pp; ++s) {
+        Stage st;
+        st.layers = layers[static_cast<std::size_t>(s)];
+        st.weights = stageWeights(m, weightBytesPerRank, s, d.pp, st.layers);
+        const bool samples = s == d.pp - 1;
+        st.activation =
+            activationPeak(m, d, rules, p.maxNumSeqs, samples, samples ? lastRule : otherRule);
+        st.pool = p.budgetBytes - st.weights - st.activation - p.nonTorchBytes();
+        const double perLayer = static_cast<double>(st.pool) / static_cast<double>(st.layers);
+        if (limitingTokensPerLayerByte < 0 || perLayer < limitingTokensPerLayerByte) {
+            limitingTokensPerLayerByte = perLayer;
+            limiting = st;
+            p.limitingStage = s;
+        }
+    }
+    p.stageLayers = limiting.layers;
+    p.stagePoolBytes = limiting.pool;
+    p.weightBytes = limiting.weights;
+    p.activationPeakBytes = limiting.activation;
+    p.poolBytes = d.pp == 1 ? limiting.pool
+                            : std::llround(static_cast<double>(limiting.pool) *
+                                           static_cast<double>(m.layers.value) /
+                                           static_cast<double>(limiting.layers));
+
+    addTerm(p, "weights", d.pp > 1 ? "weights of the limiting stage / TP" : "weights / TP",
+            p.weightBytes, true, gibText(p.weightBytes),
+            "parameter count × bytes per parameter / TP (core/params.cpp)");
+    addTerm(p, "activation", "activation peak", p.activationPeakBytes, true,
+            p.limitingStage == d.pp - 1 ? lastRule : otherRule,
+            "vLLM " + rules.range + ": " + rules.samplerSource);
+    addTerm(p, "non_torch", "non-torch memory",
+            p.cudaContextBytes + p.ncclBytes + p.customAllReduceBytes, true,
+            gibText(p.cudaContextBytes) +
+                (p.ncclBytes
+                     ? " + NCCL and all-reduce " + gibText(p.ncclBytes + p.customAllReduceBytes)
+                     : std::string()),
+            rules.nonTorchSource);
+    addTerm(p, "cuda_graphs", "CUDA graphs", p.cudaGraphEstimateBytes, rules.graphsSubtracted,
+            std::to_string(rules.graphModes) + " mode(s) × " + std::to_string(rules.graphSizes) +
+                " sizes" + (rules.graphsSubtracted ? "" : "; not subtracted before 0.21"),
+            rules.graphSource);
+    addTerm(p, "pool", d.pp > 1 ? "KV pool of the limiting stage" : "KV pool", limiting.pool, false,
+            "budget − the subtracted terms",
+            d.pp > 1 ? "stage " + std::to_string(p.limitingStage) + " of " + std::to_string(d.pp) +
+                           " (" + std::to_string(limiting.layers) +
+                           " layers); vLLM keeps the smallest stage's blocks"
+                     : "gpu_worker.py: Available KV cache memory");
+    return p;
+}
+
+} // namespace kvscope

@@ -1,0 +1,459 @@
+// The bf16 dot-product kernel (see bf16_kernel.h). Every product of two bf16 values is exact
+// in fp32 and accumulates in fp32, so Q·K is as exact as the fp32 path; the probabilities are
+// rounded to bf16 for P·V (as the CUDA kernels do) and the softmax sums use the rounded values,
+// so the output stays a convex combination of the values.
+// Per 32-token tile: K is read once for all query rows of the group, the 16 partial dot
+// products of one row are reduced by a transpose tree (no horizontal sums), there is one
+// max/rescale per row and tile, and V rows are interleaved in token pairs in registers so that
+// vdpbf16ps sums two tokens per lane. Output columns come out permuted by the interleave (lane
+// 4L + j of the low/high half holds column 8L + j / 8L + 4 + j of each 32-column chunk) and are
+// put back in order at the end of the segment.
+#include "gpu/cpu/bf16_kernel.h"
+
+#include "gpu/cpu/simd.h"
+#include "gpu/numerics.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <string>
+
+namespace kvscope::gpu::detail::cpu {
+
+#if KVSCOPE_HAVE_BF16_KERNEL
+namespace {
+
+/// fp8 e4m3 -> bf16 bits, exact (3 mantissa bits and exponents 2^-9..2^8 fit in bf16).
+const std::uint16_t* fp8ToBf16Table() {
+    static const auto table = [] {
+        std::array<std::uint16_t, 256> t{};
+        for (int i = 0; i < 256; ++i)
+            t[std::size_t(i)] =
+                std::uint16_t(num::floatToBits(num::fp8e4m3ToFloat(std::uint8_t(i))) >> 16);
+        return t;
+    }();
+    return table.data();
+}
+
+/// Sums of 16 vectors: lane i of the result is the sum of the 16 lanes of v[i].
+KVSCOPE_BF16_TARGET inline __attribute__((always_inline)) __m512 transposeSum16(__m512 v[16]) {
+    __m512 a[8], b[4], c[2];
+    for (int i = 0; i < 8; ++i) // per 128-bit lane: v2i parts at 0 and 2, v2i+1 parts at 1 and 3
+        a[i] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]),
+                             _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]));
+    for (int i = 0; i < 4; ++i) { // per 128-bit lane: v4i .. v4i+3 (add as floats)
+        const __m512d x = _mm512_castps_pd(a[2 * i]), y = _mm512_castps_pd(a[2 * i + 1]);
+        b[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)),
+                             _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
+    }
+    for (int i = 0; i < 2; ++i)
+        c[i] = _mm512_add_ps(_mm512_shuffle_f32x4(b[2 * i], b[2 * i + 1], 0x88),
+                             _mm512_shuffle_f32x4(b[2 * i], b[2 * i + 1], 0xdd));
+    return _mm512_add_ps(_mm512_shuffle_f32x4(c[0], c[1], 0x88),
+                         _mm512_shuffle_f32x4(c[0], c[1], 0xdd));
+}
+
+/// 2^x for x <= 0 (as exp2NegW): degree-7 polynomial, then scalef by the integer part.
+KVSCOPE_BF16_TARGET inline __m512 exp2Neg512(__m512 x) {
+    x = _mm512_max_ps(x, _mm512_set1_ps(-125.0f));
+    const __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    const __m512 t = _mm512_mul_ps(_mm512_sub_ps(x, n), _mm512_set1_ps(0.69314718056f));
+    __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.0f / 720.0f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.0f / 120.0f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.0f / 24.0f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.0f / 6.0f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, n);
+}
+
+KVSCOPE_BF16_TARGET inline __m512bh asBh(__m512i v) {
+    __m512bh r;
+    std::memcpy(&r, &v, sizeof r);
+    return r;
+}
+
+constexpr std::int64_t kBf16Tile = 32; // tokens per tile: two 16-lane score vectors per row
+
+/// The 128 non-negative fp8 e4m3 codes as bf16 bits, in four vectors for vpermi2w lookups.
+struct Fp8Lut {
+    __m512i t[4];
+};
+KVSCOPE_BF16_TARGET inline Fp8Lut fp8Lut() {
+    Fp8Lut l;
+    for (int i = 0; i < 4; ++i)
+        l.t[i] = _mm512_loadu_si512(fp8ToBf16Table() + 32 * i);
+    return l;
+}
+
+/// 32 fp8 e4m3 values -> bf16, exactly: the magnitude (7 bits) is looked up in the scalar table
+/// with two vpermi2w (64 entries each) and a blend on bit 6; the sign bit moves to bit 15.
+KVSCOPE_BF16_TARGET inline __m512i fp8x32ToBf16(const std::uint8_t* src, const Fp8Lut& lut) {
+    const __m512i w =
+        _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src)));
+    const __m512i lo = _mm512_permutex2var_epi16(lut.t[0], w, lut.t[1]);
+    const __m512i hi = _mm512_permutex2var_epi16(lut.t[2], w, lut.t[3]);
+    const __mmask32 upper = _mm512_test_epi16_mask(w, _mm512_set1_epi16(0x40));
+    const __m512i sign = _mm512_slli_epi16(_mm512_and_si512(w, _mm512_set1_epi16(0x80)), 8);
+    return _mm512_or_si512(_mm512_mask_blend_epi16(upper, lo, hi), sign);
+}
+
+/// Copies (bf16) or decodes (fp8) n <= kBf16Tile token rows into a kBf16Tile-row tile whose
+/// rows past n are zero. width is a multiple of 32.
+KVSCOPE_BF16_TARGET void stageTile(const std::uint8_t* src, std::int64_t srcStride, int n,
+                                   int width, bool fp8, std::vector<std::uint16_t>& dst) {
+    dst.resize(std::size_t(kBf16Tile * width));
+    std::fill(dst.begin() + std::ptrdiff_t(n) * width, dst.end(), std::uint16_t(0));
+    if (!fp8) {
+        for (int i = 0; i < n; ++i)
+            std::memcpy(dst.data() + i * width, src + i * srcStride, std::size_t(width) * 2);
+        return;
+    }
+    const Fp8Lut lut = fp8Lut();
+    for (int i = 0; i < n; ++i)
+        for (int j = 0; j < width; j += 32)
+            _mm512_storeu_si512(dst.data() + i * width + j,
+                                fp8x32ToBf16(src + i * srcStride + j, lut));
+}
+
+/// O[r..r+RB) = alpha * O + P V over `pairs` token pairs of the tile. V rows 2p and 2p+1 are
+/// interleaved in registers (vpunpckl/hwd) so vdpbf16ps adds two tokens per lane; each pass
+/// keeps RB rows x CB output vectors in registers and shares every V load and shuffle among
+/// the RB rows. (Interleaving through a scratch tile instead cost ~1.6x at g = 1..2: the
+/// stores and reloads, and 4-deep accumulator chains.)
+template <int RB, int DV>
+KVSCOPE_BF16_TARGET inline void pvBlock(ScratchBf16& sc, std::int64_t r, const std::uint8_t* v,
+                                        std::int64_t stride, int pairs) {
+    constexpr int NVC = DV / 16;
+    constexpr int CB = 16 / RB < NVC ? 16 / RB : NVC; // output vectors per pass (even)
+    float* acc = sc.acc.data();
+    const std::uint32_t* p = sc.p.data();
+    for (int cb = 0; cb < NVC; cb += CB) {
+        __m512 o[RB][CB];
+        for (int rb = 0; rb < RB; ++rb) {
+            const __m512 al = _mm512_set1_ps(sc.alpha[std::size_t(r + rb)]);
+            for (int j = 0; j < CB; ++j)
+                o[rb][j] = _mm512_mul_ps(_mm512_loadu_ps(acc + (r + rb) * DV + (cb + j) * 16), al);
+        }
+        for (int pr = 0; pr < pairs; ++pr) {
+            const std::uint8_t* a = v + (2 * pr) * stride + cb * 32;
+            const std::uint8_t* b = a + stride;
+            __m512i bc[RB];
+            for (int rb = 0; rb < RB; ++rb)
+                bc[rb] = _mm512_set1_epi32(int(p[std::size_t((r + rb) * kBf16Tile / 2 + pr)]));
+            for (int c = 0; c < CB / 2; ++c) {
+                const __m512i x = _mm512_loadu_si512(a + c * 64);
+                const __m512i y = _mm512_loadu_si512(b + c * 64);
+                const __m512i lo = _mm512_unpacklo_epi16(x, y), hi = _mm512_unpackhi_epi16(x, y);
+                for (int rb = 0; rb < RB; ++rb) {
+                    o[rb][2 * c] = _mm512_dpbf16_ps(o[rb][2 * c], asBh(bc[rb]), asBh(lo));
+                    o[rb][2 * c + 1] = _mm512_dpbf16_ps(o[rb][2 * c + 1], asBh(bc[rb]), asBh(hi));
+                }
+            }
+        }
+        for (int rb = 0; rb < RB; ++rb)
+            for (int j = 0; j < CB; ++j)
+                _mm512_storeu_ps(acc + (r + rb) * DV + (cb + j) * 16, o[rb][j]);
+    }
+}
+
+/// Every lane = the maximum of the 16 lanes.
+KVSCOPE_BF16_TARGET inline __m512 broadcastMax(__m512 x) {
+    x = _mm512_max_ps(x, _mm512_shuffle_f32x4(x, x, 0x4e));
+    x = _mm512_max_ps(x, _mm512_shuffle_f32x4(x, x, 0xb1));
+    x = _mm512_max_ps(x, _mm512_permute_ps(x, 0x4e));
+    return _mm512_max_ps(x, _mm512_permute_ps(x, 0xb1));
+}
+
+// The two score routines stay out of line: inlined into the row loop, GCC interleaved and
+// spilled their 16 accumulators and g 1..16 ran 1.1-1.8x slower (measured, NOTES.md).
+
+/// q . k for the 16 key rows at k, k + stride, ...: lane i is token i (unscaled).
+template <int DK>
+KVSCOPE_BF16_TARGET __attribute__((noinline)) __m512
+scores16(const std::uint16_t* qr, const std::uint8_t* k, std::int64_t stride) {
+    constexpr int NKC = DK / 32;
+    __m512 part[16];
+    if constexpr (NKC <= 8) {
+        __m512i q[NKC];
+        for (int c = 0; c < NKC; ++c)
+            q[c] = _mm512_loadu_si512(qr + c * 32);
+        for (int i = 0; i < 16; ++i) {
+            __m512 acc = _mm512_setzero_ps();
+            for (int c = 0; c < NKC; ++c)
+                acc = _mm512_dpbf16_ps(acc, asBh(q[c]),
+                                       asBh(_mm512_loadu_si512(k + i * stride + c * 64)));
+            part[i] = acc;
+        }
+    } else {
+        for (int i = 0; i < 16; ++i)
+            part[i] = _mm512_setzero_ps();
+        for (int c = 0; c < NKC; ++c) {
+            const __m512i q = _mm512_loadu_si512(qr + c * 32);
+            for (int i = 0; i < 16; ++i)
+                part[i] = _mm512_dpbf16_ps(part[i], asBh(q),
+                                           asBh(_mm512_loadu_si512(k + i * stride + c * 64)));
+        }
+    }
+    return transposeSum16(part);
+}
+
+/// Two query rows against 8 key rows, unscaled: lanes 0-7 are row a's tokens, lanes 8-15 row
+/// b's. Every K load serves both rows (half the loads of two scores16 calls).
+template <int DK>
+KVSCOPE_BF16_TARGET __attribute__((noinline)) __m512
+scores8x2(const std::uint16_t* qa, const std::uint16_t* qb, const std::uint8_t* k,
+          std::int64_t stride) {
+    constexpr int NKC = DK / 32;
+    __m512 part[16];
+    for (int i = 0; i < 16; ++i)
+        part[i] = _mm512_setzero_ps();
+    if constexpr (NKC <= 4) { // both rows' query chunks stay in registers
+        __m512i q0[NKC], q1[NKC];
+        for (int c = 0; c < NKC; ++c) {
+            q0[c] = _mm512_loadu_si512(qa + c * 32);
+            q1[c] = _mm512_loadu_si512(qb + c * 32);
+        }
+        for (int i = 0; i < 8; ++i)
+            for (int c = 0; c < NKC; ++c) {
+                const __m512i kc = _mm512_loadu_si512(k + i * stride + c * 64);
+                part[i] = _mm512_dpbf16_ps(part[i], asBh(q0[c]), asBh(kc));
+                part[8 + i] = _mm512_dpbf16_ps(part[8 + i], asBh(q1[c]), asBh(kc));
+            }
+    } else {
+        for (int c = 0; c < NKC; ++c) {
+            const __m512i q0 = _mm512_loadu_si512(qa + c * 32);
+            const __m512i q1 = _mm512_loadu_si512(qb + c * 32);
+            for (int i = 0; i < 8; ++i) {
+                const __m512i kc = _mm512_loadu_si512(k + i * stride + c * 64);
+                part[i] = _mm512_dpbf16_ps(part[i], asBh(q0), asBh(kc));
+                part[8 + i] = _mm512_dpbf16_ps(part[8 + i], asBh(q1), asBh(kc));
+            }
+        }
+    }
+    return transposeSum16(part);
+}
+
+/// Online-softmax update of SR consecutive rows from their tile scores (sc.s): new running max,
+/// the rescale alpha of the old accumulators, bf16 probability pairs, and the sum of exactly
+/// those rounded probabilities. Several rows per call so their exp chains overlap.
+template <int SR>
+KVSCOPE_BF16_TARGET inline void softmaxRows(ScratchBf16& sc, std::int64_t r0, __mmask16 valid0,
+                                            __mmask16 valid1) {
+    constexpr int T = int(kBf16Tile);
+    for (int i = 0; i < SR; ++i) {
+        const std::int64_t r = r0 + i;
+        const __m512 s0 = _mm512_loadu_ps(sc.s.data() + r * T);
+        const __m512 s1 = _mm512_loadu_ps(sc.s.data() + r * T + 16);
+        float* mRow = sc.mRow.data() + r * 16; // the running max in every lane
+        const __m512 mOld = _mm512_loadu_ps(mRow);
+        const __m512 mNew = _mm512_max_ps(mOld, broadcastMax(_mm512_max_ps(s0, s1)));
+        _mm512_storeu_ps(mRow, mNew);
+        const __m512 alpha = exp2Neg512(_mm512_sub_ps(mOld, mNew)); // ~0 on the first tile
+        sc.alpha[std::size_t(r)] = _mm512_cvtss_f32(alpha);
+        const __m512 p0 = _mm512_maskz_mov_ps(valid0, exp2Neg512(_mm512_sub_ps(s0, mNew)));
+        const __m512 p1 = _mm512_maskz_mov_ps(valid1, exp2Neg512(_mm512_sub_ps(s1, mNew)));
+        // bf16 pairs (token 2k low, 2k+1 high) and the same rounded values for the sum.
+        const __m512bh pb = _mm512_cvtne2ps_pbh(p1, p0);
+        __m512i pbits;
+        std::memcpy(&pbits, &pb, sizeof pbits);
+        _mm512_storeu_si512(sc.p.data() + r * T / 2, pbits);
+        const __m512 lo = _mm512_castsi512_ps(_mm512_slli_epi32(pbits, 16));
+        const __m512 hi =
+            _mm512_castsi512_ps(_mm512_and_si512(pbits, _mm512_set1_epi32(int(0xffff0000u))));
+        float* l = sc.lVec.data() + r * 16;
+        _mm512_storeu_ps(l, _mm512_fmadd_ps(_mm512_loadu_ps(l), alpha, _mm512_add_ps(lo, hi)));
+    }
+}
+
+/// Scaled scores with -inf past the end of the tile.
+KVSCOPE_BF16_TARGET inline __m512 keepScaled(__m512 scale, __mmask16 valid, __m512 raw) {
+    return _mm512_mask_mov_ps(_mm512_set1_ps(-std::numeric_limits<float>::infinity()), valid,
+                              _mm512_mul_ps(raw, scale));
+}
+
+/// A tile's K and V rows as bf16: straight from the cache when possible, else decoded or
+/// zero-padded into scratch (never reading past the segment).
+struct TileRows {
+    const std::uint8_t* k;
+    std::int64_t kStride;
+    const std::uint8_t* v;
+    std::int64_t vStride;
+};
+template <int DK, int DV>
+KVSCOPE_BF16_TARGET inline TileRows tileRows(const SegmentBf16& sg, std::int64_t t, int n,
+                                             ScratchBf16& sc) {
+    constexpr int T = int(kBf16Tile);
+    TileRows tr{sg.keys + t * sg.keyRowBytes, sg.keyRowBytes, sg.values + t * sg.valueRowBytes,
+                sg.valueRowBytes};
+    const bool fp8 = sg.dtype != KvDtype::Bf16;
+    if (!fp8 && n == T)
+        return tr;
+    stageTile(tr.k, sg.keyRowBytes, n, DK, fp8, sc.kTile);
+    tr.k = reinterpret_cast<const std::uint8_t*>(sc.kTile.data());
+    tr.kStride = DK * 2;
+    if (sg.values == sg.keys) {
+        tr.v = tr.k;
+        tr.vStride = tr.kStride;
+    } else {
+        stageTile(tr.v, sg.valueRowBytes, n, DV, fp8, sc.vTile);
+        tr.v = reinterpret_cast<const std::uint8_t*>(sc.vTile.data());
+        tr.vStride = DV * 2;
+    }
+    return tr;
+}
+
+/// Scaled scores of every row of the stream over the tile into sc.s, two rows per K load.
+template <int DK>
+KVSCOPE_BF16_TARGET inline void scoreTile(const SegmentBf16& sg, const TileRows& tr,
+                                          __mmask16 valid0, __mmask16 valid1, ScratchBf16& sc) {
+    constexpr int T = int(kBf16Tile);
+    const std::int64_t R = sg.rows;
+    const __m512 scale = _mm512_set1_ps(sg.scoreScale);
+    float* s = sc.s.data();
+    std::int64_t r = 0;
+    for (; r + 2 <= R; r += 2) {
+        const std::uint16_t* qa = sg.q + r * DK;
+        __m512 h[4]; // tokens 8j..8j+7: row r in lanes 0-7, row r+1 in lanes 8-15
+        for (int j = 0; j < 4; ++j)
+            h[j] = scores8x2<DK>(qa, qa + DK, tr.k + 8 * j * tr.kStride, tr.kStride);
+        _mm512_storeu_ps(s + r * T,
+                         keepScaled(scale, valid0, _mm512_shuffle_f32x4(h[0], h[1], 0x44)));
+        _mm512_storeu_ps(s + r * T + 16,
+                         keepScaled(scale, valid1, _mm512_shuffle_f32x4(h[2], h[3], 0x44)));
+        _mm512_storeu_ps(s + r * T + T,
+                         keepScaled(scale, valid0, _mm512_shuffle_f32x4(h[0], h[1], 0xee)));
+        _mm512_storeu_ps(s + r * T + T + 16,
+                         keepScaled(scale, valid1, _mm512_shuffle_f32x4(h[2], h[3], 0xee)));
+    }
+    if (r < R) {
+        const std::uint16_t* qr = sg.q + r * DK;
+        _mm512_storeu_ps(s + r * T, keepScaled(scale, valid0, scores16<DK>(qr, tr.k, tr.kStride)));
+        _mm512_storeu_ps(
+            s + r * T + 16,
+            valid1 ? keepScaled(scale, valid1, scores16<DK>(qr, tr.k + 16 * tr.kStride, tr.kStride))
+                   : _mm512_set1_ps(-std::numeric_limits<float>::infinity()));
+    }
+}
+
+/// Normalise and undo the interleave's column order.
+template <int DV>
+KVSCOPE_BF16_TARGET inline void finishRows(const SegmentBf16& sg, const ScratchBf16& sc) {
+    for (std::int64_t r = 0; r < sg.rows; ++r) {
+        const float l = _mm512_reduce_add_ps(_mm512_loadu_ps(sc.lVec.data() + r * 16));
+        const float inv = l > 0 ? 1.0f / l : 0.0f;
+        const float* a = sc.acc.data() + r * DV;
+        float* o = sg.out + r * DV;
+        for (int c = 0; c < DV / 32; ++c)
+            for (int half = 0; half < 2; ++half)
+                for (int lane = 0; lane < 16; ++lane)
+                    o[c * 32 + 8 * (lane / 4) + 4 * half + lane % 4] =
+                        a[(2 * c + half) * 16 + lane] * inv;
+        sg.lse[r] = l > 0 ? sc.mRow[std::size_t(r * 16)] + std::log2(l)
+                          : -std::numeric_limits<float>::infinity();
+    }
+}
+
+/// DK, DV: key and value widths in elements (multiples of 32). Per 32-token tile, three phases
+/// over all rows of the stream, so independent rows overlap in the core: scores (two rows per
+/// K load), the online-softmax update, then O += P V (four rows per V load).
+template <int DK, int DV>
+KVSCOPE_BF16_TARGET void attendBf16Impl(const SegmentBf16& sg, ScratchBf16& sc) {
+    constexpr int T = int(kBf16Tile);
+    const std::int64_t R = sg.rows;
+    sc.acc.assign(std::size_t(R * DV), 0.0f);
+    sc.mRow.assign(std::size_t(R * 16), -std::numeric_limits<float>::infinity());
+    sc.alpha.resize(std::size_t(R));
+    sc.lVec.assign(std::size_t(R * 16), 0.0f);
+    sc.s.resize(std::size_t(R * T));
+    sc.p.resize(std::size_t(R * T / 2));
+    for (std::int64_t t = sg.t0; t < sg.t1; t += T) {
+        const int n = int(std::min<std::int64_t>(T, sg.t1 - t));
+        const TileRows tr = tileRows<DK, DV>(sg, t, n, sc);
+        // No software prefetch: the hardware streamers follow the K and V streams. Bursts of
+        // 2 x 128 prefetches per tile, 2-8 tiles ahead, cost 1.4-1.9x; next-tile prefetches
+        // spread over the score calls (T0/T2/NTA, 1-4 tiles ahead) changed nothing (NOTES.md).
+        const __mmask16 valid0 = n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1u);
+        const __mmask16 valid1 = n <= 16   ? __mmask16(0)
+                                 : n >= 32 ? __mmask16(0xffff)
+                                           : __mmask16((1u << (n - 16)) - 1u);
+        scoreTile<DK>(sg, tr, valid0, valid1, sc);
+        std::int64_t r = 0;
+        for (; r + 2 <= R; r += 2)
+            softmaxRows<2>(sc, r, valid0, valid1);
+        if (r < R)
+            softmaxRows<1>(sc, r, valid0, valid1);
+        const int pairs = (n + 1) / 2;
+        for (r = 0; r + 4 <= R; r += 4)
+            pvBlock<4, DV>(sc, r, tr.v, tr.vStride, pairs);
+        for (; r + 2 <= R; r += 2)
+            pvBlock<2, DV>(sc, r, tr.v, tr.vStride, pairs);
+        for (; r < R; ++r)
+            pvBlock<1, DV>(sc, r, tr.v, tr.vStride, pairs);
+    }
+    finishRows<DV>(sg, sc);
+}
+
+/// The first fp8 code whose vector conversion differs from the scalar table, or -1.
+KVSCOPE_BF16_TARGET int fp8VectorMismatchImpl() {
+    alignas(64) std::uint8_t codes[256];
+    for (int i = 0; i < 256; ++i)
+        codes[i] = std::uint8_t(i);
+    const Fp8Lut lut = fp8Lut();
+    alignas(64) std::uint16_t out[256];
+    for (int j = 0; j < 256; j += 32)
+        _mm512_storeu_si512(out + j, fp8x32ToBf16(codes + j, lut));
+    for (int i = 0; i < 256; ++i)
+        if (out[i] != fp8ToBf16Table()[i])
+            return i;
+    return -1;
+}
+
+} // namespace
+
+bool attendBf16(const SegmentBf16& sg, std::int64_t keyDim, std::int64_t valueDim,
+                ScratchBf16& sc) {
+#define KVSCOPE_BF16_CASE(K, V)                                                                    \
+    if (keyDim == K && valueDim == V) {                                                            \
+        attendBf16Impl<K, V>(sg, sc);                                                              \
+        return true;                                                                               \
+    }
+    KVSCOPE_BF16_CASE(64, 64)
+    KVSCOPE_BF16_CASE(128, 128)
+    KVSCOPE_BF16_CASE(256, 256)
+    KVSCOPE_BF16_CASE(576, 512)
+#undef KVSCOPE_BF16_CASE
+    return false;
+}
+
+bool cpuHasBf16Dot() {
+    return __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+}
+
+int fp8VectorMismatch() {
+    return cpuHasBf16Dot() ? fp8VectorMismatchImpl() : -2;
+}
+#else
+bool attendBf16(const SegmentBf16&, std::int64_t, std::int64_t, ScratchBf16&) {
+    return false;
+}
+bool cpuHasBf16Dot() {
+    return false;
+}
+int fp8VectorMismatch() {
+    return -2;
+}
+#endif
+
+bool bf16DotEnabled() {
+    const char* force = std::getenv("KVSCOPE_CPU_KERNEL");
+    return cpuHasBf16Dot() && !(force && std::string(force) == "fp32");
+}
+
+} // namespace kvscope::gpu::detail::cpu

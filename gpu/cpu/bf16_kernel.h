@@ -1,0 +1,45 @@
+// The bf16 dot-product kernel: bf16 and fp8 KV (both with bf16 queries) on CPUs with
+// AVX512_BF16, Q·K and P·V on vdpbf16ps. Design and figures: gpu/NOTES.md, "CPU kernel".
+#pragma once
+
+#include "gpu/backend.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace kvscope::gpu::detail::cpu {
+
+struct SegmentBf16 {
+    const std::uint16_t* q;     // [rows][keyDim] bf16 queries (unscaled)
+    std::int64_t rows;          // query rows served by this KV stream
+    const std::uint8_t* keys;   // token t at keys + t * keyRowBytes
+    const std::uint8_t* values; // == keys for MLA (values are the first valueDim elements)
+    std::int64_t keyRowBytes, valueRowBytes;
+    std::int64_t t0, t1;
+    KvDtype dtype;    // Bf16 or Fp8E4m3 (decoded to bf16 per tile, exactly)
+    float scoreScale; // softmax scale * log2(e)
+    float* out;       // [rows][valueDim], normalised
+    float* lse;       // [rows], log2 domain
+};
+
+struct ScratchBf16 {
+    std::vector<std::uint16_t> kTile, vTile; // decoded/padded tiles when needed
+    std::vector<float> acc, mRow, alpha;     // [rows][valueDim], [rows][16], [rows]
+    std::vector<float> lVec;                 // [rows][16]
+    std::vector<float> s;                    // [rows][tile] scaled scores, -inf past the end
+    std::vector<std::uint32_t> p;            // [rows][tile / 2] bf16 probability pairs
+};
+
+/// This CPU has AVX512_BF16 (and the AVX-512 subsets the kernel uses).
+bool cpuHasBf16Dot();
+/// The bf16 dot-product kernel serves bf16 and fp8 KV on AVX512_BF16 CPUs unless
+/// KVSCOPE_CPU_KERNEL=fp32 forces the portable fp32 kernel (for comparisons and tests).
+bool bf16DotEnabled();
+/// Runs the kernel for key/value widths 64/64, 128/128, 256/256 or 576/512; false for other
+/// widths or when this build has no bf16 kernel.
+bool attendBf16(const SegmentBf16& sg, std::int64_t keyDim, std::int64_t valueDim, ScratchBf16& sc);
+/// The first fp8 code whose vector conversion differs from the scalar table, -1 if none, -2
+/// without the kernel.
+int fp8VectorMismatch();
+
+} // namespace kvscope::gpu::detail::cpu

@@ -1,0 +1,41 @@
+// The loops the CPU ceilings are timed on, as families (the ceiling is the maximum over a
+// family, as the Empirical Roofline Toolkit takes it): reads of a buffer with 1-8 streams per
+// thread, 1-4 cache lines per stream and step, every vector width the CPU has, software
+// prefetch at several distances with T0 or NTA hints; fp32 FMA chains per vector width; and
+// vdpbf16ps chains. Each returns a value derived from all it read or computed, so nothing can
+// be optimised away.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kvscope::gpu::detail::cpu {
+
+/// Reads `bytes` at p (64-byte aligned, a multiple of kReadGranule); returns their sum.
+using ReadFn = float (*)(const std::uint8_t* p, std::int64_t bytes);
+constexpr std::int64_t kReadGranule = 64 * 1024;
+
+struct ReadKernel {
+    std::string name; ///< e.g. "read-avx512-s4-u2-pf2048-t0"
+    ReadFn fn = nullptr;
+    bool prefetches = false; ///< software prefetch (not useful on cache-resident data)
+};
+
+/// The read kernels this CPU can run.
+std::vector<ReadKernel> readKernelFamily();
+
+/// `iterations` steps of independent multiply-add (or dot-product) chains on one thread.
+using ComputeFn = float (*)(std::int64_t iterations, float seed);
+
+struct ComputeKernel {
+    std::string name; ///< e.g. "fma-avx512-c12"
+    ComputeFn fn = nullptr;
+    double flopsPerIteration = 0;
+    bool bf16Dot = false; ///< vdpbf16ps (the bf16/fp8 KV kernel's unit), else fp32 FMA
+};
+
+/// fp32 FMA chains per vector width, and vdpbf16ps chains where the CPU has AVX512_BF16.
+std::vector<ComputeKernel> computeKernelFamily();
+
+} // namespace kvscope::gpu::detail::cpu

@@ -1,0 +1,282 @@
+#include "gpu/cpu/ceilings.h"
+
+#include "gpu/cpu/bf16_kernel.h"
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <unistd.h>
+
+namespace kvscope::gpu::detail::cpu {
+namespace {
+
+std::int64_t parseCacheSize(const std::string& text) {
+    std::int64_t v = 0;
+    std::size_t i = 0;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9')
+        v = v * 10 + (text[i++] - '0');
+    if (i < text.size() && (text[i] == 'K' || text[i] == 'k'))
+        v <<= 10;
+    else if (i < text.size() && (text[i] == 'M' || text[i] == 'm'))
+        v <<= 20;
+    return v;
+}
+
+std::int64_t sysfsCacheBytes(int wantLevel) {
+    for (int idx = 0; idx < 16; ++idx) {
+        const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(idx);
+        std::ifstream lf(dir + "/level"), sf(dir + "/size"), tf(dir + "/type");
+        if (!lf || !sf)
+            continue;
+        int level = 0;
+        std::string size, type;
+        lf >> level;
+        sf >> size;
+        tf >> type;
+        if (level == wantLevel && type != "Instruction")
+            return parseCacheSize(size);
+    }
+    return 0;
+}
+
+std::int64_t roundDown(std::int64_t x, std::int64_t to) {
+    return std::max(to, x / to * to);
+}
+
+double seconds(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// Read kernels re-timed around every point: the two best of the family.
+constexpr std::size_t kSpotKernels = 2;
+
+std::string mib(std::int64_t bytes) {
+    return std::to_string(bytes >> 20) + " MiB";
+}
+
+} // namespace
+
+std::int64_t cacheLevelBytes(int level) {
+    long v = -1;
+#if defined(_SC_LEVEL3_CACHE_SIZE) && defined(_SC_LEVEL2_CACHE_SIZE)
+    v = sysconf(level == 3 ? _SC_LEVEL3_CACHE_SIZE : _SC_LEVEL2_CACHE_SIZE);
+#endif
+    return v > 0 ? std::int64_t(v) : sysfsCacheBytes(level);
+}
+
+std::int64_t lastLevelCacheBytes() {
+    const std::int64_t l3 = cacheLevelBytes(3);
+    return l3 > 0 ? l3 : cacheLevelBytes(2);
+}
+
+std::string cpuModelName() {
+    std::ifstream f("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(f, line))
+        if (line.rfind("model name", 0) == 0) {
+            auto c = line.find(':');
+            if (c != std::string::npos)
+                return line.substr(line.find_first_not_of(' ', c + 1));
+        }
+    return "CPU";
+}
+
+std::int64_t physicalMemoryBytes() {
+    const long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && pageSize > 0 ? std::int64_t(pages) * pageSize : 0;
+}
+
+CeilingMeter::CeilingMeter(ThreadPool& pool, std::int64_t llc, std::int64_t l2, std::int64_t budget)
+    : pool_(pool), llc_(llc), l2_(l2), budget_(budget), reads_(readKernelFamily()),
+      computes_(computeKernelFamily()), sink_(pool.size(), 0.0f) {}
+
+/// The DRAM buffer: 4x the last-level cache (256 MiB when unknown), within 256 MiB..2 GiB and
+/// half the memory budget; first touched by the pool's threads.
+std::string CeilingMeter::prepareBuffer() {
+    if (buffer_.data)
+        return {};
+    std::int64_t bytes = std::clamp<std::int64_t>(4 * llc_, 256ll << 20, 2ll << 30);
+    bytes = roundDown(std::min(bytes, std::max<std::int64_t>(budget_ / 2, 64ll << 20)),
+                      kReadGranule * 8);
+    if (!buffer_.allocate(std::size_t(bytes)))
+        return "out of memory allocating the " + mib(bytes) + " read buffer";
+    bufferBytes_ = bytes;
+    const std::int64_t parts = pool_.size(), per = bytes / parts;
+    pool_.parallelFor(parts, [&](std::int64_t t) {
+        float* p = reinterpret_cast<float*>(buffer_.data + t * per);
+        std::fill(p, p + per / 4, 1.0f + float(t));
+    });
+    return {};
+}
+
+/// Best (highest) bytes/s over `reps` runs: thread t reads [t * bytesPerThread, +bytesPerThread)
+/// `passes` times.
+double CeilingMeter::timeRead(const ReadKernel& k, unsigned threads, std::int64_t bytesPerThread,
+                              int passes, int reps, std::int64_t offset) {
+    double best = 0;
+    for (int rep = 0; rep < reps; ++rep) {
+        const auto t0 = std::chrono::steady_clock::now();
+        pool_.parallelFor(threads, [&](std::int64_t t) {
+            const std::uint8_t* p = buffer_.data + offset + t * bytesPerThread;
+            for (int pass = 0; pass < passes; ++pass)
+                sink_[std::size_t(t)] += k.fn(p, bytesPerThread);
+        });
+        best = std::max(best, double(threads) * double(bytesPerThread) * passes / seconds(t0));
+    }
+    return best;
+}
+
+double CeilingMeter::timeCompute(const ComputeKernel& k, std::int64_t iterations, int reps) {
+    const unsigned threads = pool_.size();
+    double best = 0;
+    for (int rep = 0; rep < reps; ++rep) {
+        const auto t0 = std::chrono::steady_clock::now();
+        pool_.parallelFor(
+            threads, [&](std::int64_t t) { sink_[std::size_t(t)] += k.fn(iterations, float(t)); });
+        best = std::max(best, k.flopsPerIteration * double(iterations) * threads / seconds(t0));
+    }
+    return best;
+}
+
+/// Every read kernel on every thread, then the three best on each smaller thread count.
+void CeilingMeter::measureDram(Ceilings& c, const Progress& progress) {
+    const unsigned all = pool_.size();
+    rankedReads_.clear();
+    auto bytesPer = [&](unsigned th) { return roundDown(bufferBytes_ / th, kReadGranule); };
+    for (std::size_t i = 0; i < reads_.size(); ++i) {
+        rankedReads_.push_back({i, all, timeRead(reads_[i], all, bytesPer(all), 1, 1)});
+        if (progress)
+            progress(0.1 + 0.5 * double(i) / double(reads_.size()), "cpu read ceilings");
+    }
+    auto byValue = [](const Ranked& a, const Ranked& b) { return a.value > b.value; };
+    std::sort(rankedReads_.begin(), rankedReads_.end(), byValue);
+    // One pass each, then two more for the five best (a pass the machine slowed down must not
+    // drop a kernel from the top).
+    for (std::size_t i = 0; i < std::min<std::size_t>(5, rankedReads_.size()); ++i)
+        rankedReads_[i].value =
+            std::max(rankedReads_[i].value,
+                     timeRead(reads_[rankedReads_[i].kernel], all, bytesPer(all), 1, 2));
+    std::sort(rankedReads_.begin(), rankedReads_.end(), byValue);
+    const std::vector<Ranked> top(
+        rankedReads_.begin(), rankedReads_.begin() + std::min<std::size_t>(3, rankedReads_.size()));
+    for (unsigned th = 1; th < all; ++th)
+        for (const Ranked& r : top)
+            rankedReads_.push_back(
+                {r.kernel, th, timeRead(reads_[r.kernel], th, bytesPer(th), 1, 2)});
+    std::sort(rankedReads_.begin(), rankedReads_.end(), byValue);
+    for (const Ranked& r : rankedReads_)
+        c.readFamily.push_back({reads_[r.kernel].name + " x" + std::to_string(r.threads), r.value});
+    const Ranked& win = rankedReads_.front();
+    c.readBytesPerSecond = win.value;
+    c.readKernel = reads_[win.kernel].name + " on " + std::to_string(win.threads) +
+                   " threads (best of " + std::to_string(rankedReads_.size()) +
+                   " read kernels x thread counts over " + mib(bufferBytes_) + ", LLC " +
+                   mib(llc_) + ")";
+}
+
+/// Best bytes/s of the kernels without prefetch on data that stays in one cache level.
+double CeilingMeter::measureResident(std::int64_t bytesPerThread, int passes) {
+    double best = 0;
+    for (const ReadKernel& k : reads_)
+        if (!k.prefetches)
+            best = std::max(best, timeRead(k, pool_.size(), bytesPerThread, passes, 2));
+    return best;
+}
+
+void CeilingMeter::measurePeaks(Ceilings& c) {
+    const std::int64_t iterations = 2'000'000;
+    double fma = 0, dot = 0;
+    for (std::size_t i = 0; i < computes_.size(); ++i) {
+        const double v = timeCompute(computes_[i], iterations, 3);
+        c.peakFamily.push_back({computes_[i].name, v});
+        if (!computes_[i].bf16Dot && v > fma)
+            fma = v, fmaWinner_ = i;
+        if (computes_[i].bf16Dot && v > dot)
+            dot = v, dotWinner_ = i;
+    }
+    const bool useDot = dot > 0 && bf16DotEnabled();
+    for (KvDtype d : {KvDtype::Bf16, KvDtype::Fp16, KvDtype::Fp8E4m3, KvDtype::Fp32}) {
+        const bool onDot = useDot && (d == KvDtype::Bf16 || d == KvDtype::Fp8E4m3);
+        const std::string key(dtypeName(d));
+        c.peakFlopPerSecond[key] = onDot ? dot : fma;
+        c.peakKernelFor[key] = computes_[onDot ? dotWinner_ : fmaWinner_].name;
+    }
+    c.peakKernel = "best of " + std::to_string(computes_.size()) + " chain kernels on " +
+                   std::to_string(pool_.size()) + " threads: " + computes_[fmaWinner_].name +
+                   " for fp16/fp32 KV, " +
+                   (useDot ? computes_[dotWinner_].name : computes_[fmaWinner_].name) +
+                   " for bf16/fp8 KV" +
+                   (useDot ? "" : " (computed in fp32 on this CPU or by KVSCOPE_CPU_KERNEL)");
+}
+
+Ceilings CeilingMeter::measure(const Progress& progress) {
+    Ceilings c;
+    if (auto e = prepareBuffer(); !e.empty()) {
+        c.error = e;
+        return c;
+    }
+    if (progress && !progress(0.1, "cpu read ceilings")) {
+        c.error = "cancelled";
+        return c;
+    }
+    measureDram(c, progress);
+    const unsigned threads = pool_.size();
+    if (l2_ > 0) // half of each core's L2, read 4+ times
+        c.l2ReadBytesPerSecond =
+            measureResident(roundDown(l2_ / 2, kReadGranule),
+                            int(std::max<std::int64_t>(4, (256ll << 20) / (l2_ / 2 * threads))));
+    if (llc_ > 4 * l2_ * threads && l2_ > 0) { // a quarter of L3, at least 4x all L2s
+        const std::int64_t total =
+            std::clamp<std::int64_t>(llc_ / 4, 4 * l2_ * threads, std::min(llc_ / 2, bufferBytes_));
+        c.l3ReadBytesPerSecond =
+            measureResident(roundDown(total / threads, kReadGranule),
+                            int(std::max<std::int64_t>(2, (512ll << 20) / total)));
+    }
+    if (progress && !progress(0.8, "cpu peaks")) {
+        c.error = "cancelled";
+        return c;
+    }
+    measurePeaks(c);
+    measured_ = true;
+    c.ok = true;
+    if (progress)
+        progress(1.0, "cpu ceilings done");
+    return c;
+}
+
+/// 2x the LLC of the buffer (at least 256 MiB) read once in consecutive pieces of pieceBytes
+/// (each split among the threads): the fastest piece's bytes/s. Every piece is cold: it was
+/// last read a whole spot measurement and a point's rotation (4x the LLC) ago.
+double CeilingMeter::fastestPiece(const ReadKernel& k, unsigned threads, std::int64_t pieceBytes) {
+    const std::int64_t perThread =
+        roundDown(std::clamp<std::int64_t>(pieceBytes / threads, 1 << 20, bufferBytes_ / threads),
+                  kReadGranule);
+    const std::int64_t piece = perThread * threads;
+    const std::int64_t span = std::clamp<std::int64_t>(2 * llc_, 256ll << 20, bufferBytes_);
+    double best = 0;
+    for (std::int64_t off = 0; off + piece <= std::max(span, piece); off += piece)
+        best = std::max(best, timeRead(k, threads, perThread, 1, 1, off));
+    return best;
+}
+
+bool CeilingMeter::spot(KvDtype dtype, double pointBytes, double* read, double* peak,
+                        std::string* kernel) {
+    if (!measured_ && !measure({}).ok)
+        return false;
+    *read = 0;
+    const std::size_t n = std::min<std::size_t>(kSpotKernels, rankedReads_.size());
+    for (std::size_t i = 0; i < n; ++i) {
+        const Ranked& r = rankedReads_[i];
+        const double v = fastestPiece(reads_[r.kernel], r.threads, std::int64_t(pointBytes));
+        if (v > *read) {
+            *read = v;
+            *kernel = reads_[r.kernel].name + " x" + std::to_string(r.threads);
+        }
+    }
+    const bool onDot = bf16DotEnabled() && computes_[dotWinner_].bf16Dot &&
+                       (dtype == KvDtype::Bf16 || dtype == KvDtype::Fp8E4m3);
+    *peak = timeCompute(computes_[onDot ? dotWinner_ : fmaWinner_], 125'000, 16);
+    return true;
+}
+
+} // namespace kvscope::gpu::detail::cpu

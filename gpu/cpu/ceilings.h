@@ -1,0 +1,68 @@
+// The CPU's measured ceilings (read bandwidth from DRAM, L3 and L2; arithmetic peak per KV
+// dtype), each the maximum over a family of kernels and thread counts, and the short
+// re-measurement the harness takes right before and after every point.
+#pragma once
+
+#include "gpu/backend.h"
+#include "gpu/cpu/buffer.h"
+#include "gpu/cpu/ceiling_kernels.h"
+#include "gpu/cpu/thread_pool.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kvscope::gpu::detail::cpu {
+
+/// Cache size of a level (2 or 3) of cpu0: sysconf(_SC_LEVEL<n>_CACHE_SIZE), else sysfs; 0 when
+/// unknown.
+std::int64_t cacheLevelBytes(int level);
+/// The last-level cache (L3, else L2), 0 when unknown.
+std::int64_t lastLevelCacheBytes();
+/// "model name" of /proc/cpuinfo, "CPU" when unreadable.
+std::string cpuModelName();
+/// Physical memory, bytes (0 when unknown).
+std::int64_t physicalMemoryBytes();
+
+class CeilingMeter {
+public:
+    CeilingMeter(ThreadPool& pool, std::int64_t llcBytes, std::int64_t l2Bytes,
+                 std::int64_t memoryBudget);
+    /// Every family on every thread count up to the pool's size.
+    Ceilings measure(const Progress& progress);
+    /// The best read kernels of the last measure() and the dtype's winning peak kernel: the
+    /// ceilings a point is placed against. One pass over the buffer per kernel, timed in
+    /// pieces of about `pointBytes` (at least 1 MiB per thread); the ceiling is the fastest
+    /// piece, as the point's repeats are runs of that size. The peak likewise: the fastest of
+    /// 16 short runs.
+    bool spot(KvDtype dtype, double pointBytes, double* readBytesPerSecond,
+              double* peakFlopPerSecond, std::string* readKernel);
+
+private:
+    struct Ranked {
+        std::size_t kernel;
+        unsigned threads;
+        double value;
+    };
+    std::string prepareBuffer();
+    double timeRead(const ReadKernel& k, unsigned threads, std::int64_t bytesPerThread, int passes,
+                    int reps, std::int64_t offset = 0);
+    double fastestPiece(const ReadKernel& k, unsigned threads, std::int64_t pieceBytes);
+    double timeCompute(const ComputeKernel& k, std::int64_t iterations, int reps);
+    void measureDram(Ceilings& c, const Progress& progress);
+    double measureResident(std::int64_t bytesPerThread, int passes);
+    void measurePeaks(Ceilings& c);
+
+    ThreadPool& pool_;
+    std::int64_t llc_, l2_, budget_;
+    std::vector<ReadKernel> reads_;
+    std::vector<ComputeKernel> computes_;
+    Buffer buffer_;
+    std::int64_t bufferBytes_ = 0;
+    std::vector<Ranked> rankedReads_; // best first
+    std::size_t fmaWinner_ = 0, dotWinner_ = 0;
+    bool measured_ = false;
+    std::vector<float> sink_;
+};
+
+} // namespace kvscope::gpu::detail::cpu

@@ -1,0 +1,491 @@
+// Layer groups: every real 2026 config resolves into per-kind groups whose counts and bytes are
+// computed by hand from the config below; vLLM's hybrid allocator pages them; hostile inputs
+// (unknown kinds, wrong lengths, NaN/Infinity, invalid UTF-8) give one valid-UTF-8 error line.
+#include "core/gpu.h"
+#include "core/jsonutil.h"
+#include "core/law.h"
+#include "core/layers.h"
+#include "core/model.h"
+#include "core/presets.h"
+
+#include <QtTest/QtTest>
+
+using namespace kvscope;
+
+namespace {
+
+std::string fixture2026(const QString& file) {
+    return (QStringLiteral(KVSCOPE_FIXTURES_2026_DIR "/") + file).toStdString();
+}
+
+std::string fixtureOld(const QString& file) {
+    return (QStringLiteral(KVSCOPE_FIXTURES_DIR "/") + file).toStdString();
+}
+
+Result<ModelSpec> load(const QString& file) {
+    return file.startsWith(QStringLiteral("old:")) ? loadModelConfigFile(fixtureOld(file.mid(4)))
+                                                   : loadModelConfigFile(fixture2026(file));
+}
+
+/// "sliding:52:1024 full:10": kind, layer count and window of each group, in order.
+QString summary(const ModelSpec& m) {
+    QStringList parts;
+    for (const auto& g : m.layerGroups) {
+        QString s = QString::fromStdString(toString(g.kind)) + QLatin1Char(':') +
+                    QString::number(g.count());
+        if (g.window)
+            s += QLatin1Char(':') + QString::number(*g.window);
+        parts << s;
+    }
+    return parts.join(QLatin1Char(' '));
+}
+
+/// Strict UTF-8 check (no overlongs, no surrogates), so an error line is printable anywhere.
+bool validUtf8(const std::string& s) {
+    std::size_t i = 0;
+    while (i < s.size()) {
+        const auto b = static_cast<unsigned char>(s[i]);
+        int len = b < 0x80                   ? 1
+                  : (b >= 0xC2 && b <= 0xDF) ? 2
+                  : (b >= 0xE0 && b <= 0xEF) ? 3
+                  : (b >= 0xF0 && b <= 0xF4) ? 4
+                                             : 0;
+        if (len == 0 || i + static_cast<std::size_t>(len) > s.size())
+            return false;
+        unsigned cp = len == 1 ? b : b & (0x7F >> len);
+        for (int k = 1; k < len; ++k) {
+            const auto c = static_cast<unsigned char>(s[i + static_cast<std::size_t>(k)]);
+            if ((c & 0xC0) != 0x80)
+                return false;
+            cp = (cp << 6) | (c & 0x3F);
+        }
+        if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+            (cp >= 0xD800 && cp <= 0xDFFF))
+            return false;
+        i += static_cast<std::size_t>(len);
+    }
+    return true;
+}
+
+const char* kTiny = R"({"num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 2,
+    "hidden_size": 512, "vocab_size": 1000, %1})";
+
+QByteArray tiny(const char* extra) {
+    return QString::fromLatin1(kTiny).arg(QString::fromUtf8(extra)).toUtf8();
+}
+
+} // namespace
+
+class TestLayers : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void configs_data();
+    void configs();
+    void vllmPaging_data();
+    void vllmPaging();
+    void perRankState();
+    void pythonLiterals();
+    void hostile_data();
+    void hostile();
+    void hostileBytesOneUtf8Line();
+    void sanitize();
+    void dtypeTable_data();
+    void dtypeTable();
+    void dtypeNamesRoundTrip();
+    void dtypeOnMlaLatent();
+};
+
+void TestLayers::configs_data() {
+    QTest::addColumn<QString>("file");
+    QTest::addColumn<QString>("groups");
+    QTest::addColumn<qint64>("cellBytesPerToken");    // TP = 1, served dtype, Σ per-token layers
+    QTest::addColumn<qint64>("stateBytesPerRequest"); // TP = 1, fixed state, all layers
+    QTest::addColumn<qint64>("mtp");
+    // text_config: 62 layers, sliding_window 1024, no sliding_window_pattern → transformers'
+    // default 6: layers 5, 11, ..., 59 global (10), the other 52 sliding. 16 KV heads × (128 +
+    // 128) × 2 B = 8,192 B per layer; × 62 = 507,904.
+    QTest::newRow("gemma-3-27b-it") << "google__gemma-3-27b-it.json"
+                                    << "sliding:52:1024 full:10" << 507'904LL << 0LL << 0LL;
+    // layer_types alternates sliding_attention (window 128) / full_attention over 24 layers;
+    // 8 × (64 + 64) × 2 = 2,048 B per layer; × 24 = 49,152.
+    QTest::newRow("gpt-oss-20b") << "openai__gpt-oss-20b.json"
+                                 << "sliding:12:128 full:12" << 49'152LL << 0LL << 0LL;
+    // hybrid_override_pattern: 54 'M', 54 '-', 10 '*' over 118 layers. Attention: 8 × 256 × 2
+    // = 4,096 B per layer × 10 = 40,960. Mamba-2 state per layer: conv 3 × (256·64 + 2·8·256)
+    // = 61,440 bf16 = 122,880 B; SSM 256 × 64 × 256 = 4,194,304 bf16 = 8,388,608 B; together
+    // 8,511,488 × 54 = 459,620,352.
+    QTest::newRow("nemotron-h-56b")
+        << "nvidia__Nemotron-H-56B-Base-8K.json"
+        << "mamba:54 none:54 full:10" << 40'960LL << 459'620'352LL << 0LL;
+    // layer_types: 30 linear_attention, 10 full_attention. Full: 2 × (256 + 256) × 2 = 2,048
+    // × 10 = 20,480. Gated DeltaNet per layer: conv 3 × (2·16·128 + 32·128) = 24,576 bf16 =
+    // 49,152 B; recurrent 32 × 128 × 128 = 524,288 × 4 B (mamba_ssm_dtype float32) =
+    // 2,097,152 B; 2,146,304 × 30 = 64,389,120. mtp_num_hidden_layers 1.
+    QTest::newRow("qwen3.5-35b-a3b") << "Qwen__Qwen3.5-35B-A3B.json"
+                                     << "linear:30 full:10" << 20'480LL << 64'389'120LL << 1LL;
+    // attention_chunk_size 8192, no_rope_layers [] → nope_layer_interval 4: layers 3, 7, ...,
+    // 47 NoPE/global (12), 36 chunked. 8 × 256 × 2 = 4,096 × 48 = 196,608.
+    QTest::newRow("llama-4-scout") << "meta-llama__Llama-4-Scout-17B-16E-Instruct.json"
+                                   << "chunked:36:8192 full:12" << 196'608LL << 0LL << 0LL;
+    // cross_attention_layers: 8 of 40. Self-attention 32 × 8 × 256 × 2 = 131,072 per token.
+    // Cross: 4 tiles × ((560 / 14)^2 + 1) = 6,404 encoder tokens × 4,096 B × 8 = 209,846,272.
+    QTest::newRow("llama-3.2-11b-vision") << "meta-llama__Llama-3.2-11B-Vision-Instruct.json"
+                                          << "full:32 cross:8" << 131'072LL << 209'846'272LL << 0LL;
+    // MLA latent (512 + 64) × 2 = 1,152 + indexer 128 fp8 + 4 B scale = 132 → 1,284 × 61 =
+    // 78,324. num_nextn_predict_layers 1.
+    QTest::newRow("deepseek-v3.2") << "deepseek-ai__DeepSeek-V3.2.json"
+                                   << "mla:61" << 78'324LL << 0LL << 1LL;
+    // compress_ratios over 43 layers: 0, 0, then 4 / 128 alternating. Entry 1 × 512 × 2 =
+    // 1,024 B. Sliding: 2 × 1,024; ratio 4: 1,024 / 4 + indexer 132 / 4 = 289 × 21; ratio 128:
+    // 1,024 / 128 = 8 × 20. 2,048 + 6,069 + 160 = 8,277.
+    QTest::newRow("deepseek-v4-flash")
+        << "deepseek-ai__DeepSeek-V4-Flash.json"
+        << "sliding:2:128 compressed:21:4 compressed:20:128" << 8'277LL << 0LL << 1LL;
+    // 48 full layers, 4 × 256 × 2 = 2,048 × 48 = 98,304.
+    QTest::newRow("qwen3-30b-a3b") << "Qwen__Qwen3-30B-A3B.json"
+                                   << "full:48" << 98'304LL << 0LL << 0LL;
+    // use_sliding_window false: 28 full, 4 × 256 × 2 = 2,048 × 28 = 57,344.
+    QTest::newRow("qwen2.5-vl-7b") << "Qwen__Qwen2.5-VL-7B-Instruct.json"
+                                   << "full:28" << 57'344LL << 0LL << 0LL;
+    // ModelOpt folder (config.json): 94 full, 4 × 256 × 2 = 2,048 × 94 = 192,512.
+    QTest::newRow("qwen3-235b-a22b-nvfp4") << "nvidia__Qwen3-235B-A22B-NVFP4"
+                                           << "full:94" << 192'512LL << 0LL << 0LL;
+    // Gemma-2 alternates, sliding first: 21 sliding (4096) + 21 full; 8 × 512 × 2 = 8,192 × 42.
+    QTest::newRow("gemma-2-9b") << "old:google__gemma-2-9b.json"
+                                << "sliding:21:4096 full:21" << 344'064LL << 0LL << 0LL;
+}
+
+void TestLayers::configs() {
+    QFETCH(QString, file);
+    QFETCH(QString, groups);
+    QFETCH(qint64, cellBytesPerToken);
+    QFETCH(qint64, stateBytesPerRequest);
+    QFETCH(qint64, mtp);
+    auto m = load(file);
+    QVERIFY2(m.ok(), m.ok() ? "" : m.error().message().c_str());
+    QCOMPARE(summary(m.value()), groups);
+    std::int64_t layers = 0, cell = 0, state = 0;
+    std::vector<bool> seen(static_cast<std::size_t>(m->layers.value), false);
+    for (const auto& g : m->layerGroups) {
+        layers += g.count();
+        if (storesPerTokenKv(g.kind))
+            cell += g.count() * g.bytesPerTokenPerLayer;
+        state += g.count() * g.stateBytesPerRequestPerLayer;
+        QVERIFY(!g.source.empty());
+        for (auto i : g.layers) {
+            QVERIFY(i >= 0 && i < m->layers.value);
+            QVERIFY(!seen[static_cast<std::size_t>(i)]);
+            seen[static_cast<std::size_t>(i)] = true;
+        }
+    }
+    QCOMPARE(layers, m->layers.value);
+    QCOMPARE(cell, cellBytesPerToken);
+    QCOMPARE(state, stateBytesPerRequest);
+    QCOMPARE(m->mtpLayers.value, mtp);
+    // The law's cell is the same sum (TP = 1, served dtype).
+    Deployment d;
+    d.poolGiB = 40;
+    auto r = evaluate(m.value(), loadGpu("h200").value(), d);
+    QVERIFY2(r.ok(), r.ok() ? "" : r.error().message().c_str());
+    QCOMPARE(r->cellBytesPerToken, cellBytesPerToken);
+    QCOMPARE(r->fixedStateBytesPerRequestPerRank, stateBytesPerRequest);
+}
+
+void TestLayers::vllmPaging_data() {
+    QTest::addColumn<QString>("file");
+    QTest::addColumn<int>("tp");
+    QTest::addColumn<qint64>("pageBytes");
+    QTest::addColumn<qint64>("blockSize");
+    QTest::addColumn<qint64>("groups");
+    QTest::addColumn<qint64>("groupSize");
+    QTest::addColumn<qint64>("padding");
+    QTest::addColumn<qint64>("blocks");
+    QTest::addColumn<qint64>("blocksPerRequest");
+    QTest::addColumn<qint64>("tokens");
+    // Pool 40 GiB = 42,949,672,960 B per rank, 8,192-token requests, max_num_batched_tokens
+    // 8,192, block 16 (vllm/v1/core/kv_cache_utils.py).
+    // Gemma-3: 52 sliding + 10 full, same 131,072 B page (8,192 × 16). group_size = 10 (52 ≥
+    // 1.5 × 10): 6 sliding groups (8 padding layers) + 1 full = 7. blocks = pool // page // 10
+    // = 32,768; tokens = 32,768 // 7 × 16 = 74,896. Per request: sliding cdiv(min(1023 + 8192,
+    // 8192), 16) + 1 = 513 per group × 6 + full 512 = 3,590.
+    QTest::newRow("gemma-3-27b-it") << "google__gemma-3-27b-it.json" << 1 << 131'072LL << 16LL
+                                    << 7LL << 10LL << 8LL << 32'768LL << 3'590LL << 74'896LL;
+    // gpt-oss: 12 + 12, page 2,048 × 16 = 32,768; group 12; blocks = pool // 32,768 // 12 =
+    // 109,226; tokens = 109,226 // 2 × 16 = 873,808; per request 513 + 512 = 1,025.
+    QTest::newRow("gpt-oss-20b") << "openai__gpt-oss-20b.json" << 1 << 32'768LL << 16LL << 2LL
+                                 << 12LL << 0LL << 109'226LL << 1'025LL << 873'808LL;
+    // Nemotron-H TP 8: mamba state per rank conv 3 × 20,480 / 8 × 2 = 15,360 + SSM 32 × 64 ×
+    // 256 × 2 = 1,048,576 → 1,063,936 B; attention 1 head × 256 × 2 = 512 B per token. Block =
+    // 16 × cdiv(1,063,936, 16 × 512) = 2,080; page 1,064,960 (mamba padded). 10 full + 54
+    // mamba: group 10, 1 + 6 groups, 6 padding. blocks = pool // page // 10 = 4,032; tokens =
+    // 4,032 // 7 × 2,080 = 1,198,080; per request cdiv(8192, 2080) = 4 + 6 mamba pages = 10.
+    QTest::newRow("nemotron-h-56b tp8")
+        << "nvidia__Nemotron-H-56B-Base-8K.json" << 8 << 1'064'960LL << 2'080LL << 7LL << 10LL
+        << 6LL << 4'032LL << 10LL << 1'198'080LL;
+    // Qwen3.5 TP 8: GDN per rank conv 3 × 8,192 / 8 × 2 = 6,144 + recurrent 4 × 128 × 128 × 4 =
+    // 262,144 → 268,288 B; attention max(1, 2 // 8) × 512 × 2 = 1,024 B per token. Block = 16 ×
+    // cdiv(268,288, 16,384) = 272; page 278,528. 30 linear + 10 full: group 10, 3 + 1 groups.
+    // blocks = pool // page // 10 = 15,420; tokens = 15,420 // 4 × 272 = 1,048,560; per request
+    // 3 + cdiv(8192, 272) = 34.
+    QTest::newRow("qwen3.5-35b-a3b tp8") << "Qwen__Qwen3.5-35B-A3B.json" << 8 << 278'528LL << 272LL
+                                         << 4LL << 10LL << 0LL << 15'420LL << 34LL << 1'048'560LL;
+    // DeepSeek-V3.2: MLA (1,152) and indexer (132) specs are one type (UniformTypeKVCacheSpecs),
+    // one group: blocks = pool // (61 × 1,284 × 16) = 34,272; tokens × 16 = 548,352.
+    QTest::newRow("deepseek-v3.2 tp8") << "deepseek-ai__DeepSeek-V3.2.json" << 8 << 20'544LL << 16LL
+                                       << 1LL << 61LL << 0LL << 34'272LL << 512LL << 548'352LL;
+}
+
+void TestLayers::vllmPaging() {
+    QFETCH(QString, file);
+    QFETCH(int, tp);
+    QFETCH(qint64, pageBytes);
+    QFETCH(qint64, blockSize);
+    QFETCH(qint64, groups);
+    QFETCH(qint64, groupSize);
+    QFETCH(qint64, padding);
+    QFETCH(qint64, blocks);
+    QFETCH(qint64, blocksPerRequest);
+    QFETCH(qint64, tokens);
+    auto m = load(file);
+    QVERIFY2(m.ok(), m.ok() ? "" : m.error().message().c_str());
+    Deployment d;
+    d.tp = tp;
+    d.poolGiB = 40;
+    auto r = evaluate(m.value(), loadGpu("h200").value(), d);
+    QVERIFY2(r.ok(), r.ok() ? "" : r.error().message().c_str());
+    QCOMPARE(r->pool.poolBytes, 42'949'672'960LL);
+    QCOMPARE(r->pageBytes, pageBytes);
+    QCOMPARE(r->blockSize, blockSize);
+    QCOMPARE(r->vllmKvCacheGroups, groups);
+    QCOMPARE(r->vllmGroupSize, groupSize);
+    QCOMPARE(r->vllmPaddingLayers, padding);
+    QCOMPARE(r->blocksPerRank, blocks);
+    QCOMPARE(r->vllmBlocksPerRequest, blocksPerRequest);
+    QCOMPARE(r->vllmTokens, tokens);
+    QCOMPARE(r->vllmConcurrency,
+             static_cast<double>(blocks) / static_cast<double>(blocksPerRequest));
+}
+
+void TestLayers::perRankState() {
+    // Nemotron-H at TP 8: request bytes per rank = 10 attention layers × 512 B × 8,192 tokens
+    // + 54 × 1,063,936 B of mamba state.
+    auto m = load(QStringLiteral("nvidia__Nemotron-H-56B-Base-8K.json"));
+    QVERIFY(m.ok());
+    Deployment d;
+    d.tp = 8;
+    d.poolGiB = 40;
+    auto r = evaluate(m.value(), loadGpu("h200").value(), d);
+    QVERIFY(r.ok());
+    QCOMPARE(r->requestBytesPerRank, 10LL * 512 * 8192 + 54LL * 1'063'936);
+    // Gemma-3 at 32k: sliding layers stop at 1,024 tokens.
+    auto g = load(QStringLiteral("google__gemma-3-27b-it.json"));
+    QVERIFY(g.ok());
+    Deployment dg;
+    dg.context = 32768;
+    dg.poolGiB = 40;
+    auto rg = evaluate(g.value(), loadGpu("h200").value(), dg);
+    QVERIFY(rg.ok());
+    QCOMPARE(rg->requestBytes, 52LL * 8192 * 1024 + 10LL * 8192 * 32768);
+}
+
+void TestLayers::pythonLiterals() {
+    // Nemotron-H's time_step_limit holds Infinity; Python's json (and the engines) read it.
+    auto m = load(QStringLiteral("nvidia__Nemotron-H-56B-Base-8K.json"));
+    QVERIFY2(m.ok(), m.ok() ? "" : m.error().message().c_str());
+    auto j =
+        parseJsonBounded(R"({"a": [0.0, Infinity, -Infinity, NaN], "b": "NaN Infinity"})", "x");
+    QVERIFY(j.ok());
+    const auto& a = j.value()["a"];
+    QVERIFY(std::isinf(a[1].get<double>()) && a[1].get<double>() > 0);
+    QVERIFY(std::isinf(a[2].get<double>()) && a[2].get<double>() < 0);
+    QVERIFY(std::isnan(a[3].get<double>()));
+    QCOMPARE(j.value()["b"].get<std::string>(), std::string("NaN Infinity")); // strings untouched
+    QVERIFY(!parseJsonBounded(R"({"a": Infinityx})", "x").ok());
+    QVERIFY(!parseJsonBounded(R"({"a": nan})", "x").ok()); // Python spells it NaN only
+}
+
+void TestLayers::hostile_data() {
+    QTest::addColumn<QByteArray>("json");
+    QTest::addColumn<QString>("field");
+    QTest::addColumn<QString>("rule");
+    QTest::newRow("unknown layer kind")
+        << tiny(R"("layer_types": ["full_attention", "full_attention", "full_attention",
+                   "foo_attention"])")
+        << "layer_types[3]"
+        << R"("foo_attention" is not a known layer kind)";
+    QTest::newRow("layer_types length")
+        << tiny(R"("layer_types": ["full_attention", "full_attention"])") << "layer_types"
+        << "must be an array with one entry per layer (4), got 2";
+    QTest::newRow("layer kind not a string")
+        << tiny(R"("layer_types": ["full_attention", 7, "full_attention", "full_attention"])")
+        << "layer_types[1]"
+        << "must be a string";
+    QTest::newRow("hybrid_override_pattern length")
+        << tiny(R"("hybrid_override_pattern": "M*-")") << "hybrid_override_pattern"
+        << "must have one character per layer (4), got 3";
+    QTest::newRow("hybrid_override_pattern unknown char")
+        << tiny(R"("hybrid_override_pattern": "**?*")") << "hybrid_override_pattern[2]"
+        << "'?' is not a known layer kind";
+    QTest::newRow("mamba without its geometry")
+        << tiny(R"("hybrid_override_pattern": "M*M*")") << "mamba_num_heads"
+        << "missing (the config has mamba layers)";
+    QTest::newRow("linear without its geometry")
+        << tiny(R"("layer_types": ["linear_attention", "full_attention", "linear_attention",
+                   "full_attention"])")
+        << "linear_num_key_heads"
+        << "missing (layer_types names linear_attention layers)";
+    QTest::newRow("sliding without a window")
+        << tiny(R"("layer_types": ["sliding_attention", "full_attention", "full_attention",
+                   "full_attention"])")
+        << "sliding_window"
+        << "must be a positive integer";
+    QTest::newRow("cross layer out of range")
+        << tiny(R"("cross_attention_layers": [1, 9])") << "cross_attention_layers[1]"
+        << "must be a layer index in [0, 4)";
+    QTest::newRow("unknown state dtype")
+        << tiny(R"("layer_types": ["linear_attention", "full_attention", "linear_attention",
+                   "full_attention"], "linear_num_key_heads": 2, "linear_key_head_dim": 64,
+                   "linear_num_value_heads": 4, "linear_value_head_dim": 64,
+                   "linear_conv_kernel_dim": 4, "mamba_ssm_dtype": "float8")")
+        << "mamba_ssm_dtype"
+        << "is not a state dtype";
+}
+
+void TestLayers::hostile() {
+    QFETCH(QByteArray, json);
+    QFETCH(QString, field);
+    QFETCH(QString, rule);
+    auto m = parseModelConfig(
+        std::string_view(json.constData(), static_cast<std::size_t>(json.size())), "bad");
+    QVERIFY2(!m.ok(), json.constData());
+    QCOMPARE(QString::fromStdString(m.error().field), field);
+    QVERIFY2(QString::fromStdString(m.error().rule).contains(rule), m.error().message().c_str());
+    QVERIFY(m.error().message().find('\n') == std::string::npos);
+    QVERIFY(validUtf8(m.error().message()));
+}
+
+void TestLayers::hostileBytesOneUtf8Line() {
+    // Invalid UTF-8 inside a layer kind, inside the pattern, and as raw bytes outside strings:
+    // each gives exactly one error line, valid UTF-8, naming the field where there is one.
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {std::string(R"({"num_hidden_layers": 2, "num_attention_heads": 8, "hidden_size": 512, )"
+                     R"("layer_types": ["full_attention", "\xff\xfe)") +
+             "\x01" + R"(_attention"]})",
+         "config.json"},
+        {std::string(R"({"num_hidden_layers": 2, "num_attention_heads": 8, "hidden_size": 512, )"
+                     R"("layer_types": ["full_attention", "\u001b[31mred\u0000"]})"),
+         "layer_types[1]"},
+        {std::string(R"({"num_hidden_layers": 2, "num_attention_heads": 8, "hidden_size": 512, )"
+                     R"("hybrid_override_pattern": "*)") +
+             "\xc3" + R"("})",
+         "config.json"},
+        {std::string(R"({"num_hidden_layers": 2, "num_attention_heads": 8, )") + "\xe2\x82" +
+             "\x1b[31m" + R"(: 1})",
+         "config.json"},
+        {std::string(R"({"num_hidden_layers": 2, "num_attention_heads": 8, "hidden_size": 512, )"
+                     R"("torch_dtype": "\u0007", "layer_types": ["x\u2028", "full_attention"]})"),
+         "layer_types[0]"},
+    };
+    for (const auto& [text, field] : cases) {
+        auto m = parseModelConfig(text, "bytes");
+        QVERIFY(!m.ok());
+        const std::string line = m.error().message();
+        QVERIFY2(validUtf8(line), line.c_str());
+        QVERIFY(line.find('\n') == std::string::npos);
+        QVERIFY(line.find('\x1b') == std::string::npos);
+        QVERIFY2(m.error().field == field, line.c_str());
+    }
+}
+
+void TestLayers::sanitize() {
+    QCOMPARE(sanitizeForMessage("plain"), std::string("plain"));
+    QCOMPARE(sanitizeForMessage("a\xff"
+                                "b"),
+             std::string("a\xEF\xBF\xBD"
+                         "b"));
+    QCOMPARE(sanitizeForMessage("tab\there"), std::string("tab\\x09here"));
+    QCOMPARE(sanitizeForMessage("\xc3\xa9t\xc3\xa9"), std::string("\xc3\xa9t\xc3\xa9"));
+    QCOMPARE(sanitizeForMessage("\xe2\x80\xa8"), std::string("\\u2028"));
+    QCOMPARE(sanitizeForMessage("\xc0\xaf"), std::string("\xEF\xBF\xBD\xEF\xBF\xBD")); // overlong
+    QCOMPARE(sanitizeForMessage(std::string(200, 'x'), 10), std::string(10, 'x') + "...");
+}
+
+void TestLayers::dtypeTable_data() {
+    QTest::addColumn<QString>("dtype");
+    QTest::addColumn<qint64>("tokenBytes"); // Llama-3-8B layer: 8 KV heads, d_k = d_v = 128
+    QTest::addColumn<qint64>("pageBytes");  // × 16-token block, one layer, TP = 1
+    // 8 × (128 + 128) × 2 = 4,096 B
+    QTest::newRow("bf16") << "bf16" << 4'096LL << 65'536LL;
+    QTest::newRow("auto") << "auto" << 4'096LL << 65'536LL;
+    QTest::newRow("fp32") << "fp32" << 8'192LL << 131'072LL;
+    // 8 × 256 × 1 = 2,048 B
+    QTest::newRow("fp8 e4m3") << "fp8_e4m3" << 2'048LL << 32'768LL;
+    QTest::newRow("fp8 e5m2") << "fp8_e5m2" << 2'048LL << 32'768LL;
+    // nvfp4_kv_cache_full_dim(128) = 64 + 8 = 72 bytes for K and for V: 8 × 144 = 1,152 B
+    QTest::newRow("nvfp4") << "nvfp4" << 1'152LL << 18'432LL;
+    // 8 × (256 × 1 + 2 × 4 B fp32 scales) = 2,112 B
+    QTest::newRow("int8 per token head") << "int8_per_token_head" << 2'112LL << 33'792LL;
+    QTest::newRow("fp8 per token head") << "fp8_per_token_head" << 2'112LL << 33'792LL;
+}
+
+void TestLayers::dtypeTable() {
+    QFETCH(QString, dtype);
+    QFETCH(qint64, tokenBytes);
+    QFETCH(qint64, pageBytes);
+    auto k = parseKvDtype(dtype.toStdString());
+    QVERIFY(k.ok());
+    QCOMPARE(kvTokenBytes(k.value(), 8, 128, 128), tokenBytes);
+    auto m = loadModel("llama-3-8b");
+    QVERIFY(m.ok());
+    Deployment d;
+    d.kvDtype = k.value();
+    d.poolGiB = 40;
+    auto r = evaluate(m.value(), loadGpu("h100-sxm").value(), d);
+    QVERIFY2(r.ok(), r.ok() ? "" : r.error().message().c_str());
+    QCOMPARE(r->pageBytes, pageBytes);
+    QCOMPARE(r->cellBytesPerToken, 32 * tokenBytes);
+    QCOMPARE(r->blocksPerRank, r->pool.poolBytes / (pageBytes * 32));
+}
+
+void TestLayers::dtypeNamesRoundTrip() {
+    QVERIFY(kvDtypeTable().size() >= 10);
+    for (const auto& row : kvDtypeTable()) {
+        auto k = parseKvDtype(row.name);
+        QVERIFY2(k.ok(), row.name);
+        QVERIFY(k.value() == row.dtype);
+        QCOMPARE(toString(row.dtype), std::string(row.name));
+        QVERIFY(std::string(row.engines).find("vllm") != std::string::npos);
+    }
+    QVERIFY(parseKvDtype("fp8_e4m3").value() == KvDtype::FP8);
+    QVERIFY(parseKvDtype("bfloat16").value() == KvDtype::BF16);
+    const auto bad = parseKvDtype("int3\xff");
+    QVERIFY(!bad.ok());
+    QVERIFY(validUtf8(bad.error().message()));
+    QVERIFY(QString::fromStdString(bad.error().rule).contains(QStringLiteral("nvfp4")));
+    // fp8_ds_mla and the indexer: fixed layouts (MLAAttentionSpec: 656; Indexer: 128 + 4).
+    QCOMPARE(kvTokenBytes(KvDtype::FP8DsMla, 1, 576, 0), 656LL);
+    QCOMPARE(indexerBytesPerToken(128), 132LL);
+}
+
+void TestLayers::dtypeOnMlaLatent() {
+    // DeepSeek-V3.2 latent: fp8 576 + indexer 132 = 708; fp8_ds_mla 656 + 132 = 788; nvfp4 and
+    // per-token-head layouts are per-head K/V layouts, refused for the latent.
+    auto m = load(QStringLiteral("deepseek-ai__DeepSeek-V3.2.json"));
+    QVERIFY(m.ok());
+    Deployment d;
+    d.tp = 8;
+    d.poolGiB = 40;
+    d.kvDtype = KvDtype::FP8;
+    QCOMPARE(evaluate(m.value(), loadGpu("h200").value(), d)->cellBytesPerToken, 61LL * 708);
+    d.kvDtype = KvDtype::FP8DsMla;
+    QCOMPARE(evaluate(m.value(), loadGpu("h200").value(), d)->cellBytesPerToken, 61LL * 788);
+    for (KvDtype k : {KvDtype::NVFP4, KvDtype::Int8PerTokenHead, KvDtype::FP8PerTokenHead}) {
+        d.kvDtype = k;
+        auto r = evaluate(m.value(), loadGpu("h200").value(), d);
+        QVERIFY(!r.ok());
+        QCOMPARE(r.error().field, std::string("kv-dtype"));
+    }
+}
+
+QTEST_GUILESS_MAIN(TestLayers)
+#include "tst_layers.moc"

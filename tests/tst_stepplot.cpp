@@ -1,0 +1,89 @@
+// The "Decode step" view (ui/stepplot.*): it draws every KV layout of the model against batch
+// from core's step, marks the batch where KV reaches 10% of the step, and is docked in the
+// window, following its state.
+#include "core/presets.h"
+#include "core/step.h"
+#include "ui/mainwindow.h"
+#include "ui/stepplot.h"
+
+#include <QtTest/QtTest>
+
+using namespace kvscope;
+using namespace kvscope::ui;
+
+namespace {
+
+AppState state(const char* modelId, const char* gpuId, std::int64_t tp, std::int64_t batch) {
+    AppState s;
+    s.modelRef = modelId;
+    auto m = loadModel(modelId);
+    auto g = loadGpu(gpuId);
+    if (!m.ok() || !g.ok())
+        qFatal("preset missing");
+    s.model = m.value();
+    s.gpu = g.value();
+    s.deployment.tp = tp;
+    s.deployment.batch = batch;
+    s.deployment.context = 8192;
+    return s;
+}
+
+} // namespace
+
+class TestStepPlot : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void llamaCurvesAndTenPercentBatch() {
+        const AppState s = state("llama-3-70b", "h200", 2, 6);
+        auto r = evaluate(s.model, s.gpu, s.deployment);
+        QVERIFY(r.ok());
+        StepPlot plot;
+        plot.resize(800, 500);
+        plot.setState(s, r.value());
+        // 7 layouts (MHA, GQA-2 … GQA-32, MQA) × batches 1, 2, 4, 6 (current), 8, … 1024.
+        QCOMPARE(plot.rows().size(), std::size_t(7 * 12));
+        QCOMPARE(plot.currentKvHeads(), qint64(8));
+        // The chapter's 10%: six 8k requests on Llama-3-70B at TP 2 (tst_step has the 5%).
+        QVERIFY(plot.tenPercentBatch().has_value());
+        QCOMPARE(*plot.tenPercentBatch(), qint64(6));
+        // The KV share plus one curve per layout.
+        QCOMPARE(plot.graphCount(), 1 + 7);
+        // Every point is core's number for that layout and batch.
+        for (const auto& row : plot.rows()) {
+            QVERIFY(row.step.has_value());
+            Deployment d = s.deployment;
+            d.batch = row.batch;
+            d.kvHeads = row.kvHeads;
+            QCOMPARE(evaluate(s.model, s.gpu, d)->step.timeLowerBoundS, row.step->timeLowerBoundS);
+        }
+        plot.setMode(StepPlot::Mode::Bytes);
+        QCOMPARE(plot.plottableCount(), 3); // weights, KV, activations stacked
+        plot.setMode(StepPlot::Mode::Throughput);
+        QCOMPARE(plot.graphCount(), 1 + 7);
+    }
+
+    void mlaModelLeadsWithTheLatent() {
+        const AppState s = state("deepseek-v3", "h200", 8, 1);
+        auto r = evaluate(s.model, s.gpu, s.deployment);
+        QVERIFY(r.ok());
+        StepPlot plot;
+        plot.setState(s, r.value());
+        QCOMPARE(plot.currentKvHeads(), qint64(0));
+        QCOMPARE(plot.rows().front().variant, std::string("MLA latent"));
+        // DeepSeek-V3's latent is already 10.9% of the step at batch 1.
+        QCOMPARE(*plot.tenPercentBatch(), qint64(1));
+    }
+
+    void dockedInTheWindow() {
+        MainWindow w(MainWindow::Options{false, false});
+        auto* plot = w.findChild<StepPlot*>(QStringLiteral("stepPlot"));
+        QVERIFY(plot);
+        QVERIFY(w.findChild<QDockWidget*>(QStringLiteral("stepDock")));
+        QCOMPARE(w.viewWidget(QStringLiteral("step")), static_cast<QWidget*>(plot));
+        w.flushRefresh();
+        QVERIFY(!plot->rows().empty());
+    }
+};
+
+QTEST_MAIN(TestStepPlot)
+#include "tst_stepplot.moc"

@@ -1,0 +1,316 @@
+#include "ui/stepplot.h"
+
+#include "core/format.h"
+#include "core/step.h"
+#include "ui/theme.h"
+#include "ui/tickers.h"
+
+#include <QToolTip>
+#include <algorithm>
+#include <cmath>
+
+namespace kvscope::ui {
+
+namespace {
+
+QString q(const std::string& s) {
+    return QString::fromStdString(s);
+}
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr std::int64_t kMaxGridBatch = 1024;
+
+/// Batches 1, 2, 4, … 1024, plus the current one so its point lies on the curves.
+std::vector<std::int64_t> batchGrid(std::int64_t current) {
+    std::vector<std::int64_t> out;
+    for (std::int64_t b = 1; b <= kMaxGridBatch; b *= 2)
+        out.push_back(b);
+    if (std::find(out.begin(), out.end(), current) == out.end())
+        out.push_back(current);
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+std::string stateKey(const AppState& s) {
+    const Deployment& d = s.deployment;
+    const GpuSpec& g = s.gpu;
+    std::string k = s.modelRef + '|' + s.model.name + '|' + g.id + '|' + g.name;
+    for (double v :
+         {g.bandwidthBytesPerS, g.peakBf16FlopPerS, g.peakFp8FlopPerS, g.peakFp32FlopPerS,
+          g.interconnectBytesPerS, d.gpuMemUtil, d.poolGiB.value_or(-1.0)})
+        k += '|' + std::to_string(v);
+    for (std::int64_t v :
+         {d.tp, d.dcp, d.kvHeads.value_or(-1), d.context, d.batch, d.maxNumBatchedTokens,
+          d.blockSize, static_cast<std::int64_t>(d.kvDtype),
+          static_cast<std::int64_t>(d.weightDtype), static_cast<std::int64_t>(d.poolModel)})
+        k += '|' + std::to_string(v);
+    return k;
+}
+
+} // namespace
+
+StepPlot::StepPlot(QWidget* parent) : PlotWidget(parent) {
+    setMouseTracking(true);
+    xAxis->setScaleType(QCPAxis::stLogarithmic);
+    xAxis->setTicker(QSharedPointer<Pow2Ticker>::create());
+    xAxis->setLabel(tr("batch (concurrent requests in the step)"));
+    yAxis2->setLabel(tr("KV % of the step's bytes"));
+    bottomLegend_->setWrap(4);
+    plotLayout()->insertRow(0);
+    title_ = new QCPTextElement(this, QString(), labelFont(0.95));
+    plotLayout()->addElement(0, 0, title_);
+    rebuild();
+}
+
+void StepPlot::setState(const AppState& s, const Report& current) {
+    const std::string key = stateKey(s);
+    if (key == key_)
+        return;
+    key_ = key;
+    currentBatch_ = s.deployment.batch;
+    currentKv_ = current.attention == AttentionKind::MLA && s.model.mla && !s.deployment.kvHeads
+                     ? 0
+                     : current.kvHeads;
+    maxConcurrency_ = current.maxConcurrency;
+    Deployment base = s.deployment;
+    rows_ = stepSweep(s.model, s.gpu, base, batchGrid(s.deployment.batch));
+    tenPercent_ = batchAtKvFraction(s.model, s.gpu, s.deployment, 0.10);
+    rebuild();
+    requestReplot();
+}
+
+void StepPlot::setMode(Mode m) {
+    mode_ = m;
+    rebuild();
+    requestReplot();
+}
+
+double StepPlot::valueOf(const DecodeStep& s) const {
+    return mode_ == Mode::Throughput ? s.tokensPerSPerGpu : s.timeLowerBoundS * 1e3;
+}
+
+void StepPlot::rebuild() {
+    clearGraphs();
+    clearItems();
+    clearPlottables();
+    styleAxes();
+    const bool dk = dark();
+    if (title_) {
+        title_->setTextColor(mutedColor());
+        title_->setFont(labelFont(0.95));
+        title_->setText(mode_ == Mode::Bytes  ? tr("bytes per GPU per step, current variant")
+                        : mode_ == Mode::Time ? tr("max(bytes/BW, FLOPs/peak) + all-reduces")
+                                              : tr("at the step's lower bound"));
+    }
+    if (rows_.empty())
+        return;
+
+    double maxBatch = 1;
+    for (const auto& r : rows_)
+        maxBatch = std::max(maxBatch, static_cast<double>(r.batch));
+    xAxis->setRange(0.8, maxBatch * 1.25);
+
+    auto currentRows = [&] {
+        std::vector<const StepSweepRow*> out;
+        for (const auto& r : rows_)
+            if (r.kvHeads == currentKv_ && r.step)
+                out.push_back(&r);
+        return out;
+    }();
+
+    // Batches the pool cannot hold for the current variant.
+    auto shadePastPool = [&](double yLo, double yHi) {
+        if (maxConcurrency_ < 1 || static_cast<double>(maxConcurrency_) >= maxBatch)
+            return;
+        QColor shade = warningColor(dk);
+        shade.setAlpha(dk ? 38 : 28);
+        auto* r = new QCPItemRect(this);
+        r->topLeft->setType(QCPItemPosition::ptPlotCoords);
+        r->bottomRight->setType(QCPItemPosition::ptPlotCoords);
+        r->topLeft->setCoords(static_cast<double>(maxConcurrency_) + 0.5, yHi);
+        r->bottomRight->setCoords(xAxis->range().upper, yLo);
+        r->setPen(Qt::NoPen);
+        r->setBrush(shade);
+        r->setLayer(QStringLiteral("grid"));
+        addLabel(xAxis->range().upper / 1.05, mode_ == Mode::Bytes ? yHi * 0.97 : yHi / 1.3,
+                 tr("past the pool\n(%1 requests)").arg(maxConcurrency_),
+                 Qt::AlignRight | Qt::AlignTop, warningColor(dk), 0.9, true)
+            ->setTextAlignment(Qt::AlignRight);
+    };
+
+    if (mode_ == Mode::Bytes) {
+        yAxis->setScaleType(QCPAxis::stLinear);
+        yAxis->setTicker(QSharedPointer<QCPAxisTicker>::create());
+        yAxis->setLabel(tr("GiB per GPU per step"));
+        yAxis2->setVisible(false);
+        struct Part {
+            QString name;
+            QColor color;
+            std::int64_t DecodeStep::*field;
+        };
+        const Part parts[] = {
+            {tr("weights"), mutedColor(), &DecodeStep::weightBytes},
+            {tr("KV"), seriesColor(0, dk), &DecodeStep::kvBytes},
+            {tr("activations"), seriesColor(2, dk), &DecodeStep::activationBytes}};
+        QCPBars* below = nullptr;
+        double top = 0;
+        for (const auto* r : currentRows)
+            top = std::max(top, static_cast<double>(r->step->bytes()) / kGiB);
+        for (const Part& p : parts) {
+            auto* bars = new QCPBars(xAxis, yAxis);
+            bars->setName(p.name);
+            bars->setWidthType(QCPBars::wtAxisRectRatio);
+            bars->setWidth(0.035);
+            QColor fill = p.color;
+            fill.setAlpha(200);
+            bars->setBrush(fill);
+            bars->setPen(QPen(p.color.darker(120), 1));
+            for (const auto* r : currentRows)
+                bars->addData(static_cast<double>(r->batch),
+                              static_cast<double>((*r->step).*p.field) / kGiB);
+            if (below)
+                bars->moveAbove(below);
+            below = bars;
+        }
+        yAxis->setRange(0, std::max(1e-9, top * 1.15));
+        shadePastPool(0, yAxis->range().upper);
+    } else {
+        yAxis->setScaleType(QCPAxis::stLogarithmic);
+        yAxis->setTicker(QSharedPointer<SiLogTicker>::create());
+        yAxis->setLabel(mode_ == Mode::Time ? tr("ms per output token") : tr("tokens/s per GPU"));
+        double lo = 1e300, hi = 0;
+        for (const auto& r : rows_)
+            if (r.step && valueOf(*r.step) > 0) {
+                lo = std::min(lo, valueOf(*r.step));
+                hi = std::max(hi, valueOf(*r.step));
+            }
+        if (hi <= 0)
+            return;
+        // Tight around the curves (decade rounding would squash them into the bottom third),
+        // but at least one decade so the log ticks have something to label.
+        yAxis->setRange(lo / 1.3, std::max(hi * 1.6, lo * 10));
+
+        // The current variant's KV share, on the right axis.
+        yAxis2->setVisible(true);
+        yAxis2->setScaleType(QCPAxis::stLinear);
+        yAxis2->setTicker(QSharedPointer<QCPAxisTicker>::create());
+        yAxis2->setRange(0, 100);
+        auto* share = addGraph(xAxis, yAxis2);
+        share->setName(tr("KV %"));
+        QColor sc = accentColor(dk);
+        share->setPen(QPen(sc, 1.5, Qt::DotLine));
+        sc.setAlpha(dk ? 40 : 28);
+        share->setBrush(sc);
+        for (const auto* r : currentRows)
+            share->addData(static_cast<double>(r->batch), 100.0 * r->step->kvFraction);
+
+        // One curve per KV layout, the current one thicker.
+        std::vector<std::int64_t> kvs;
+        for (const auto& r : rows_)
+            if (std::find(kvs.begin(), kvs.end(), r.kvHeads) == kvs.end())
+                kvs.push_back(r.kvHeads);
+        for (std::size_t i = 0; i < kvs.size(); ++i) {
+            const bool cur = kvs[i] == currentKv_;
+            const QColor c = seriesColor(static_cast<int>(i), dk);
+            auto* g = addGraph();
+            const bool latent = kvs[i] == 0;
+            g->setPen(QPen(c, cur ? 4 : 2, latent ? Qt::DashLine : Qt::SolidLine));
+            g->setScatterStyle(
+                QCPScatterStyle(latent ? QCPScatterStyle::ssDiamond : QCPScatterStyle::ssCircle,
+                                QPen(c, 1.5), QBrush(palette().color(QPalette::Base)), 6));
+            for (const auto& r : rows_)
+                if (r.kvHeads == kvs[i] && r.step && valueOf(*r.step) > 0) {
+                    g->setName(q(r.variant));
+                    g->addData(static_cast<double>(r.batch), valueOf(*r.step));
+                }
+        }
+
+        shadePastPool(yAxis->range().lower, yAxis->range().upper);
+
+        // Where KV reaches 10% of the step: from here on, halving it buys at most 5%.
+        if (tenPercent_ && static_cast<double>(*tenPercent_) <= maxBatch) {
+            const double x = static_cast<double>(*tenPercent_);
+            auto* line = new QCPItemStraightLine(this);
+            line->point1->setCoords(x, 1);
+            line->point2->setCoords(x, 2);
+            line->setPen(QPen(textColor(), 1.5, Qt::DashLine));
+            auto* t = addLabel(
+                x * 1.05, yAxis->range().upper / 1.1,
+                tr("KV = 10% at B = %1:\nhalving KV buys ≤ 5%").arg(q(withCommas(*tenPercent_))),
+                Qt::AlignLeft | Qt::AlignTop, textColor(), 0.85, true);
+            t->setBrush(QBrush(palette().color(QPalette::Base)));
+        }
+    }
+
+    // The current configuration.
+    for (const auto* r : currentRows) {
+        if (r->batch != currentBatch_)
+            continue;
+        const QColor acc = accentColor(dk);
+        const double y =
+            mode_ == Mode::Bytes ? static_cast<double>(r->step->bytes()) / kGiB : valueOf(*r->step);
+        auto* dot = new QCPItemTracer(this);
+        dot->position->setCoords(static_cast<double>(r->batch), y);
+        dot->setStyle(QCPItemTracer::tsCircle);
+        dot->setSize(16);
+        dot->setPen(QPen(acc, 3));
+        dot->setBrush(Qt::NoBrush);
+        const QString text =
+            mode_ == Mode::Bytes
+                ? tr("%1, B = %2: %3")
+                      .arg(q(r->variant))
+                      .arg(r->batch)
+                      .arg(q(humanBytes(static_cast<double>(r->step->bytes()))))
+                : tr("%1, B = %2\n%3 ms/token, %4 tok/s/GPU\n%5-bound, KV %6%")
+                      .arg(q(r->variant))
+                      .arg(r->batch)
+                      .arg(q(fixed(r->step->timeLowerBoundS * 1e3, 2)),
+                           q(fixed(r->step->tokensPerSPerGpu, 1)), q(toString(r->step->bound)),
+                           q(fixed(100.0 * r->step->kvFraction, 1)));
+        const bool right = static_cast<double>(r->batch) > std::sqrt(maxBatch);
+        auto* t =
+            addLabel(static_cast<double>(r->batch) * (right ? 0.85 : 1.18),
+                     mode_ == Mode::Bytes ? y : y * 1.25, text,
+                     (right ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignBottom, acc, 0.9, true);
+        t->setTextAlignment(right ? Qt::AlignRight : Qt::AlignLeft);
+        t->setBrush(QBrush(palette().color(QPalette::Base)));
+    }
+}
+
+void StepPlot::mouseMoveEvent(QMouseEvent* e) {
+    PlotWidget::mouseMoveEvent(e);
+    const QPointF pos = e->position();
+    for (const auto& r : rows_) {
+        if (!r.step || (mode_ == Mode::Bytes && r.kvHeads != currentKv_))
+            continue;
+        const double y =
+            mode_ == Mode::Bytes ? static_cast<double>(r.step->bytes()) / kGiB : valueOf(*r.step);
+        if (y <= 0)
+            continue;
+        const double px = xAxis->coordToPixel(static_cast<double>(r.batch));
+        const double py = yAxis->coordToPixel(y);
+        if (std::hypot(px - pos.x(), py - pos.y()) < 12) {
+            const DecodeStep& s = *r.step;
+            QToolTip::showText(
+                e->globalPosition().toPoint(),
+                tr("<b>%1</b> at batch %2<br>%3 ms per token (%4-bound)<br>%5 tokens/s per "
+                   "GPU, %6 for the deployment<br>weights %7, KV %8 (%9%), activations %10<br>"
+                   "%11 TFLOP, all-reduces %12")
+                    .arg(q(r.variant))
+                    .arg(r.batch)
+                    .arg(q(fixed(s.timeLowerBoundS * 1e3, 3)), q(toString(s.bound)),
+                         q(fixed(s.tokensPerSPerGpu, 1)), q(fixed(s.tokensPerS, 1)),
+                         q(humanBytes(static_cast<double>(s.weightBytes))),
+                         q(humanBytes(static_cast<double>(s.kvBytes))),
+                         q(fixed(100.0 * s.kvFraction, 1)),
+                         q(humanBytes(static_cast<double>(s.activationBytes))))
+                    .arg(q(fixed(s.flops() / 1e12, 3)),
+                         q(humanBytes(static_cast<double>(s.commBytes)))),
+                this);
+            return;
+        }
+    }
+    QToolTip::hideText();
+}
+
+} // namespace kvscope::ui

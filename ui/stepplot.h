@@ -1,0 +1,51 @@
+// "Decode step": the whole step's time per output token (or tokens/s per GPU) against batch for
+// every KV layout of the model (MHA, each GQA, MQA, and the latent for MLA models) at the
+// current context and TP, with the current variant's KV share of the step's bytes and the batch
+// where it reaches 10% — past that point halving KV again buys at most 5%. A second mode stacks
+// the current variant's step bytes (weights, KV, activations) per batch. Every number comes from
+// core (computeDecodeStep through stepSweep / batchAtKvFraction).
+#pragma once
+
+#include "ui/appstate.h"
+#include "ui/plotwidget.h"
+
+#include <optional>
+#include <vector>
+
+namespace kvscope::ui {
+
+class StepPlot : public PlotWidget {
+    Q_OBJECT
+public:
+    enum class Mode { Time, Throughput, Bytes };
+
+    explicit StepPlot(QWidget* parent = nullptr);
+
+    /// Re-evaluates the step over the batch grid when the state moved.
+    void setState(const AppState& s, const kvscope::Report& current);
+    void setMode(Mode m);
+    Mode mode() const { return mode_; }
+
+    // What the plot shows (for tests and tooltips).
+    const std::vector<kvscope::StepSweepRow>& rows() const { return rows_; }
+    std::optional<std::int64_t> tenPercentBatch() const { return tenPercent_; }
+    std::int64_t currentKvHeads() const { return currentKv_; } ///< 0 = the latent
+
+protected:
+    void rebuild() override;
+    void mouseMoveEvent(QMouseEvent* e) override;
+
+private:
+    double valueOf(const kvscope::DecodeStep& s) const;
+
+    Mode mode_ = Mode::Time;
+    std::vector<kvscope::StepSweepRow> rows_;
+    std::optional<std::int64_t> tenPercent_;
+    std::int64_t currentKv_ = 0;
+    std::int64_t currentBatch_ = 1;
+    std::int64_t maxConcurrency_ = 0; ///< of the current variant: batches past it do not fit
+    std::string key_;                 ///< what rows_ were computed for
+    QCPTextElement* title_ = nullptr;
+};
+
+} // namespace kvscope::ui
