@@ -449,6 +449,38 @@ std::vector<Field> buildSchema() {
                               "vLLM's profiling pass size (--max-num-batched-tokens)", "16384"));
     rows.push_back(integerRow("block_size", "--block-size", &Deployment::blockSize, 1, 256,
                               "tokens", "vLLM page size (--block-size: 1, 8, 16, ..., 256)", "64"));
+    {
+        Field f;
+        f.key = "engine";
+        f.flag = "--engine";
+        f.kind = FieldKind::Text;
+        f.defaultText = defaultEngine().text();
+        f.help = "the engine and release whose rules size the pool: vllm[@VER] or sglang[@VER]; "
+                 "no version: the newest modelled";
+        f.example = "sglang@0.4.3";
+        f.jsonRule = "must be a string: vllm[@VER] or sglang[@VER]";
+        f.check = [](std::string_view t) -> std::string {
+            auto e = parseEngineSpec(t);
+            return e.ok() ? std::string() : e.error().rule;
+        };
+        f.set = [](Session& s, std::string_view t, FieldNotes&) {
+            if (auto e = parseEngineSpec(t); e.ok())
+                s.deployment.engine = e.value();
+        };
+        f.get = [](const Session& s) -> std::optional<std::string> {
+            return s.deployment.engine.text();
+        };
+        rows.push_back(std::move(f));
+    }
+    rows.push_back(integerRow("pp", "--pp", &Deployment::pp, 1, kMaxTp, "stages",
+                              "pipeline-parallel size: the layers split into stages, each stage "
+                              "its own pool",
+                              "2"));
+    rows.push_back(optionalNumberRow("mem_fraction_static", "--mem-fraction-static",
+                                     &Deployment::memFractionStatic, 0, 1, "fraction",
+                                     "SGLang's --mem-fraction-static; default: SGLang's own for "
+                                     "the release and TP",
+                                     "0.85"));
 
     // A custom GPU's figures (the keys of a GPU JSON file, see core/gpu.h).
     rows.push_back(
