@@ -1,4 +1,4 @@
-// The attention-memory law (formulas.md §2–§6, §8) and the engines' validation rules.
+// The attention-memory law (docs/formulas.md §2–§6, §8) and the engines' validation rules.
 #include "core/law.h"
 
 #include "core/engines/engines.h"

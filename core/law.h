@@ -1,5 +1,5 @@
 // The law: what a deployment of a model on a GPU stores, holds and reads per decode step
-// (formulas.md §2–§6, §8), with the engines' validation rules.
+// (docs/formulas.md §2–§6, §8), with the engines' validation rules.
 #pragma once
 
 #include "core/dtype.h"

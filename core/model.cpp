@@ -1,5 +1,5 @@
 // Config resolution, following vLLM's ModelArchConfigConvertor / SGLang's ModelConfig
-// (formulas.md §1). Every resolved number records the field it came from.
+// (docs/formulas.md §1). Every resolved number records the field it came from.
 #include "core/model.h"
 
 #include "core/format.h"

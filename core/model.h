@@ -1,5 +1,5 @@
 // A model's attention geometry, resolved from a HuggingFace config.json the way vLLM and SGLang
-// resolve it (formulas.md §1). Every number carries its provenance.
+// resolve it (docs/formulas.md §1). Every number carries its provenance.
 #pragma once
 
 #include "core/layers.h"

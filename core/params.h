@@ -67,7 +67,7 @@ std::vector<WeightTensor> weightInventory(const ModelSpec& m, std::int64_t kvHea
 /// what-if); pass 0 to use the model's own.
 ParamCount countParams(const ModelSpec& m, std::int64_t kvHeads = 0);
 
-/// K and V projection parameters of one layer: 2 · d · h_kv · d_h (formulas.md §6).
+/// K and V projection parameters of one layer: 2 · d · h_kv · d_h (docs/formulas.md §6).
 /// For MLA: the latent down-projection d·(r + d_rope) plus the up-projection r·h·(d_nope + d_v).
 std::int64_t kvProjParamsPerLayer(const ModelSpec& m, std::int64_t kvHeads);
 

@@ -31,13 +31,14 @@ struct Session {
     Deployment deployment;
 };
 
-/// Current session file version (`"kvscope_session": 1`).
-inline constexpr int kSessionVersion = 1;
+/// Current session file version (`"kvscope_session": 2`). Version 1 named gpu_mem_util
+/// "util"; it still loads, with a deprecation line on stderr.
+inline constexpr int kSessionVersion = 2;
 
-/// The session as JSON text:
-/// {"kvscope_session": 1, "model": "llama-3-70b", "gpu": "h100-sxm" | {custom figures},
+/// The session as JSON text, one key per schema field (core/schema.h):
+/// {"kvscope_session": 2, "model": "llama-3-70b", "gpu": "h100-sxm" | {custom figures},
 ///  "tp": 8, "dcp": 1, "h_kv": 8, "kv_dtype": "auto", "weight_dtype": "auto", "context": 8192,
-///  "batch": 1, "util": 0.9, "pool_model": "vllm", "pool_gib": 40,
+///  "batch": 1, "gpu_mem_util": 0.9, "pool_model": "vllm", "pool_gib": 40,
 ///  "max_num_batched_tokens": 8192, "block_size": 16}
 /// `h_kv` and `pool_gib` are omitted when unset.
 std::string sessionToJson(const Session& s);
@@ -51,12 +52,12 @@ Result<Session> loadSessionFile(const std::string& path);
 /// Loads the model and GPU a session names and validates the deployment against them.
 Result<Scenario> resolveSession(const Session& s);
 
-/// Reads the state keys shared by session files and story steps from a JSON object:
-/// model, gpu, tp, dcp, h_kv (integer, "latent" or "auto"), kv_dtype, weight_dtype, context,
-/// batch, util, pool_model, pool_gib (number or null), max_num_batched_tokens, block_size.
-/// Keys outside that set and `allowedExtraKeys` are rejected as unknown. Errors name the field
-/// as `fieldPrefix + key` (prefix "steps[3]." gives "steps[3].tp: must be a positive integer").
-/// Sets `latentRequested` when h_kv is "latent" (the caller checks the model is MLA).
+/// Reads the state keys shared by session files and story steps from a JSON object: the
+/// schema's keys (model, gpu, tp, dcp, h_kv as an integer, "latent" or "auto", kv_dtype, ...,
+/// pool_gib as a number or null), and their deprecated spellings ("util"), each reported
+/// once on stderr. Keys outside that set and `allowedExtraKeys` are rejected as unknown. Errors
+/// name the field as `fieldPrefix + key` (prefix "steps[3]." gives "steps[3].tp: must be a positive
+/// integer"). Sets `latentRequested` when h_kv is "latent" (the caller checks the model is MLA).
 Result<Session> sessionFromJsonObject(const nlohmann::json& object, const std::string& fieldPrefix,
                                       const std::vector<std::string>& allowedExtraKeys,
                                       bool* latentRequested = nullptr);

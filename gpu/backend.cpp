@@ -1,4 +1,4 @@
-// Shape arithmetic, counting (formulas.md §8) and the backend factory.
+// Shape arithmetic, counting (docs/formulas.md §8) and the backend factory.
 #include "gpu/backend.h"
 
 #include "gpu/engine.h"

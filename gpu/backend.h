@@ -68,7 +68,7 @@ struct DecodeShape {
 /// A short name for logs and test rows: "gqa-8 d128 bf16 B1 S4096", "mla h16 fp8_e4m3 B4 S8192".
 std::string describe(const DecodeShape& shape);
 
-/// What one decode step must do (formulas.md §8). Doubles: the counts exceed 2^53 only for
+/// What one decode step must do (docs/formulas.md §8). Doubles: the counts exceed 2^53 only for
 /// shapes no machine holds.
 struct DecodeCounts {
     double flops = 0;   ///< GQA: 4·B·h·S·d_h; MLA absorbed: 2·B·h·S·(2r + d_rope), FLOP

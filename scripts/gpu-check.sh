@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # gpu-check.sh: on a machine with an NVIDIA GPU, CUDA and CMake (no Qt, no network): build
 # kvscope-cli with the CUDA backend, run the reference self-check of every CUDA kernel, then a
-# benchmark sweep covering issue 4's targets, and print a short table last.
+# benchmark sweep over the measured shapes, and print a short table last.
 #
 #   OUT=/some/dir scripts/gpu-check.sh      # JSON and logs go to $OUT (default /tmp)
 #
 # nlohmann/json: without the system package the build falls back to .deps/include/nlohmann
-# (copy /usr/include/nlohmann there and carry it). Must finish in under 8 minutes on an H200.
+# (copy /usr/include/nlohmann there and carry it); CLI11 likewise to .deps/include/CLI
+# (copy /usr/include/CLI). Must finish in under 8 minutes on an H200.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -25,6 +26,10 @@ nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.max.sm,power.limit --f
 
 if [[ ! -f /usr/include/nlohmann/json.hpp && ! -f .deps/include/nlohmann/json.hpp ]]; then
     echo "error: nlohmann/json.hpp not found: copy /usr/include/nlohmann to .deps/include/nlohmann" >&2
+    exit 2
+fi
+if [[ ! -f /usr/include/CLI/CLI.hpp && ! -f .deps/include/CLI/CLI.hpp ]]; then
+    echo "error: CLI/CLI.hpp not found: copy /usr/include/CLI to .deps/include/CLI" >&2
     exit 2
 fi
 

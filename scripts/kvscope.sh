@@ -17,11 +17,12 @@ run | test | setup) ;;
 esac
 
 # Debian packages the build, the app and the tests need (poppler-utils: the PDF-report test
-# renders page 1 to check it is not blank). nvcc is optional (CUDA backend).
-packages=(cmake ninja-build g++ pkg-config
-    qt6-base-dev qt6-svg-dev libqcustomplot-dev nlohmann-json3-dev
+# renders page 1 to check it is not blank; appstream, desktop-file-utils: the package-metadata
+# tests; dpkg-dev: dpkg-shlibdeps for `cpack -G DEB`). nvcc is optional (CUDA backend).
+packages=(cmake ninja-build g++ pkg-config dpkg-dev
+    qt6-base-dev qt6-svg-dev libqcustomplot-dev nlohmann-json3-dev libcli11-dev
     clang libclang-rt-dev
-    fonts-dejavu-core poppler-utils)
+    fonts-dejavu-core poppler-utils appstream desktop-file-utils)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,4 +1,4 @@
-# Core: the law (formulas.md §7 and the validation rules), config resolution over the real
+# Core: the law (docs/formulas.md §7 and the validation rules), config resolution over the real
 # fixture configs, the CLI's contract, and the config-parser fuzzer.
 kvscope_add_qtest(NAME tst_law SOURCES tst_law.cpp LIBS kvscope_core)
 kvscope_add_qtest(NAME tst_model SOURCES tst_model.cpp LIBS kvscope_core)

@@ -1,4 +1,4 @@
-# Issue 5's headless half: stories, compare, the planner, engine logs and sessions.
+# The features' headless half: stories, compare, the planner, engine logs and sessions.
 foreach(_t tst_story tst_compare tst_plan tst_explain_log tst_session tst_engines)
     if(NOT EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/${_t}.cpp)
         continue()

@@ -1,4 +1,4 @@
-# GUI features of issues 4 and 5 (offscreen): story mode, compare, plan, explain-log, sessions,
+# The GUI features (offscreen): story mode, compare, plan, explain-log, sessions,
 # PDF/numbers export, presentation mode and the measurement overlay on the CPU backend.
 if(TARGET kvscope_ui)
     kvscope_add_qtest(NAME tst_gui_features SOURCES tst_gui_features.cpp

@@ -1,6 +1,9 @@
 // kvscope-cli's contract: the chapter's headline numbers, the --json keys, and exit status 2
 // with exactly one "error:" line for every kind of bad input.
 #include "cli_runner.h"
+#include "core/schema.h"
+#include "core/session.h"
+#include "core/version.h"
 
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -35,6 +38,12 @@ private Q_SLOTS:
     void badInput();
     void badFiles_data();
     void badFiles();
+    void help_data();
+    void help();
+    void sizeHelpListsEverySchemaFlag();
+    void version();
+    void schemaFlagRoundTrip_data();
+    void schemaFlagRoundTrip();
 };
 
 void TestCli::headline_data() {
@@ -226,6 +235,90 @@ void TestCli::badFiles() {
     const Run r = cli({QStringLiteral("size"), QStringLiteral("--model"), path});
     QCOMPARE(r.exitCode, 2);
     KVSCOPE_VERIFY_ONE_LINE_ERROR(r, errorContains);
+}
+
+void TestCli::help_data() {
+    QTest::addColumn<QString>("command");
+    for (const char* c :
+         {"size", "sweep", "compare", "plan", "models", "gpus", "explain-log", "measure"})
+        QTest::newRow(c) << QString::fromLatin1(c);
+}
+
+void TestCli::help() {
+    QFETCH(QString, command);
+    const Run r = cli({command, QStringLiteral("--help")});
+    QCOMPARE(r.exitCode, 0);
+    QVERIFY2(r.err.isEmpty(), qPrintable(r.err));
+    QVERIFY2(r.out.contains(QStringLiteral("Usage: kvscope-cli ") + command),
+             qPrintable(r.out.left(300)));
+    // `help COMMAND` prints the same page.
+    const Run h = cli({QStringLiteral("help"), command});
+    QCOMPARE(h.exitCode, 0);
+    QCOMPARE(h.out, r.out);
+}
+
+void TestCli::sizeHelpListsEverySchemaFlag() {
+    const Run r = cli({QStringLiteral("size"), QStringLiteral("--help")});
+    QCOMPARE(r.exitCode, 0);
+    for (const auto& f : kvscope::schemaFields())
+        QVERIFY2(r.out.contains(QString::fromStdString(f.flag) + QLatin1Char(' ')), f.flag.c_str());
+    QVERIFY(r.out.contains(QLatin1String("--json")));
+    QVERIFY(r.out.contains(QLatin1String("--save-session")));
+    // The top-level help lists every command.
+    const Run top = cli({QStringLiteral("--help")});
+    QCOMPARE(top.exitCode, 0);
+    for (const char* c : {"size", "sweep", "compare", "plan", "explain-log", "measure"})
+        QVERIFY2(top.out.contains(QString::fromLatin1(c)), c);
+}
+
+void TestCli::version() {
+    const Run r = cli({QStringLiteral("--version")});
+    QCOMPARE(r.exitCode, 0);
+    QVERIFY(r.err.isEmpty());
+    QCOMPARE(r.out, QStringLiteral("kvscope-cli ") + QString::fromLatin1(kvscope::kVersion) +
+                        QLatin1Char('\n'));
+    QVERIFY(QRegularExpression(QStringLiteral("^\\d+\\.\\d+\\.\\d+$"))
+                .match(QString::fromLatin1(kvscope::kVersion))
+                .hasMatch());
+}
+
+// Every schema row: `size <flag> <example> --save-session F` writes a session holding that
+// value, which reads back into the same deployment.
+void TestCli::schemaFlagRoundTrip_data() {
+    QTest::addColumn<QString>("key");
+    for (const auto& f : kvscope::schemaFields())
+        QTest::newRow(f.key.c_str()) << QString::fromStdString(f.key);
+}
+
+void TestCli::schemaFlagRoundTrip() {
+    QFETCH(QString, key);
+    const kvscope::Field& f = *kvscope::findField(key.toStdString());
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("s.json"));
+    // DCP > 1 needs an MLA model (or TP above h_kv); the rest take Llama-3-70B at TP 8.
+    QStringList args = key == QLatin1String("dcp")
+                           ? words("size --model deepseek-v3 --gpu h200 --tp 8")
+                           : words("size --tp 8");
+    args << QString::fromStdString(f.flag) << QString::fromStdString(f.example)
+         << QStringLiteral("--save-session") << path << QStringLiteral("--json");
+    const Run r = cli(args);
+    QCOMPARE(r.exitCode, 0);
+    QVERIFY2(r.err.isEmpty(), qPrintable(r.err));
+    QVERIFY(QJsonDocument::fromJson(r.out.toUtf8()).isObject());
+    auto s = kvscope::loadSessionFile(path.toStdString());
+    QVERIFY2(s.ok(), s.ok() ? "" : s.error().message().c_str());
+    const auto got = f.get(s.value());
+    QVERIFY(got.has_value());
+    if (f.kind == kvscope::FieldKind::Number)
+        QVERIFY2(std::abs(std::stod(*got) - std::stod(f.example)) <=
+                     1e-9 * std::abs(std::stod(f.example)), // GPU memory: whole bytes
+                 got->c_str());
+    else
+        QCOMPARE(QString::fromStdString(*got), QString::fromStdString(f.example));
+    // The session resolves to a deployment the engine rules accept.
+    auto sc = kvscope::resolveSession(s.value());
+    QVERIFY2(sc.ok(), sc.ok() ? "" : sc.error().message().c_str());
+    QCOMPARE(sc->deployment.tp, std::int64_t(8));
 }
 
 QTEST_GUILESS_MAIN(TestCli)

@@ -74,7 +74,7 @@ private Q_SLOTS:
         QTest::addColumn<DecodeShape>("shape");
         QTest::addColumn<double>("intensity");
         const std::int64_t longS = 1 << 20;
-        // formulas.md §5 / §7: GQA-8 bf16 -> 2g/b = 8; fp8 -> 16; MHA bf16 -> 1.
+        // docs/formulas.md §5 / §7: GQA-8 bf16 -> 2g/b = 8; fp8 -> 16; MHA bf16 -> 1.
         QTest::newRow("gqa-8 d128 bf16 long") << gqa(64, 8, 128, longS, 1, KvDtype::Bf16) << 8.0;
         QTest::newRow("gqa-8 d128 fp8 long") << gqa(64, 8, 128, longS, 1, KvDtype::Fp8E4m3) << 16.0;
         QTest::newRow("mha d128 bf16 long") << gqa(64, 64, 128, longS, 1, KvDtype::Bf16) << 1.0;

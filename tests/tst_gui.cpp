@@ -4,6 +4,7 @@
 #include "core/format.h"
 #include "core/law.h"
 #include "core/presets.h"
+#include "core/schema.h"
 #include "ui/kvstripsview.h"
 #include "ui/layerribbon.h"
 #include "ui/mainwindow.h"
@@ -22,6 +23,7 @@
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QSet>
+#include <QSettings>
 #include <QSlider>
 #include <QStandardPaths>
 #include <QTemporaryDir>
@@ -441,6 +443,79 @@ private Q_SLOTS:
             for (int x = 0; x < img.width(); x += 7)
                 colours.insert(img.pixel(x, y));
         QVERIFY2(colours.size() > 50, "the screenshot looks blank");
+    }
+
+    // The GUI takes the schema's flags, spelled as kvscope-cli spells them, including the ones
+    // it once lacked; the old --util still works and says once that it is deprecated.
+    void startupFlagsAreTheSchemas() {
+        std::vector<std::string> lines;
+        auto previous = setDeprecationSink([&](const std::string& l) { lines.push_back(l); });
+        const StartupOptions o = parseStartup(
+            {QStringLiteral("kvscope"), QStringLiteral("--model"), QStringLiteral("llama-3-70b"),
+             QStringLiteral("--tp"), QStringLiteral("8"), QStringLiteral("--util"),
+             QStringLiteral("0.8"), QStringLiteral("--weight-dtype"), QStringLiteral("fp8"),
+             QStringLiteral("--pool-gib=30"), QStringLiteral("--block-size"), QStringLiteral("32"),
+             QStringLiteral("--max-num-batched-tokens"), QStringLiteral("4096")});
+        setDeprecationSink(previous);
+        QVERIFY2(o.error.isEmpty(), qPrintable(o.error));
+        QCOMPARE(lines.size(), std::size_t(1));
+        QVERIFY(QString::fromStdString(lines[0]).contains(QLatin1String("--gpu-mem-util")));
+        MainWindow w(MainWindow::Options{false, false});
+        QString err;
+        QVERIFY2(applyStartup(w, o, &err), qPrintable(err));
+        const Deployment& d = w.state().deployment;
+        QCOMPARE(d.tp, std::int64_t(8));
+        QCOMPARE(d.gpuMemUtil, 0.8);
+        QVERIFY(d.weightDtype == WeightDtype::FP8);
+        QVERIFY(d.poolGiB && *d.poolGiB == 30.0);
+        QCOMPARE(d.blockSize, std::int64_t(32));
+        QCOMPARE(d.maxNumBatchedTokens, std::int64_t(4096));
+        // Range checks come from the same rows as the CLI's.
+        QCOMPARE(parseStartup({QStringLiteral("kvscope"), QStringLiteral("--gpu-mem-util"),
+                               QStringLiteral("1.5")})
+                     .error,
+                 QStringLiteral("--gpu-mem-util: must be in (0, 1], got 1.5"));
+    }
+
+    // Closing saves the whole state as one session value; the next window restores every
+    // field, the ones earlier builds lost included (weight dtype, pool, block size, max
+    // batched tokens, a custom GPU's fp8 peak and driver memory).
+    void settingsRestoreEverything() {
+        QSettings().clear();
+        AppState saved;
+        {
+            MainWindow w(MainWindow::Options{true, false});
+            AppState s = w.state();
+            s.deployment.weightDtype = WeightDtype::FP8;
+            s.deployment.poolGiB = 33.5;
+            s.deployment.blockSize = 32;
+            s.deployment.maxNumBatchedTokens = 4096;
+            s.deployment.gpuMemUtil = 0.8;
+            s.gpu.id = "custom";
+            s.gpu.name = "Lab H100";
+            s.gpu.peakFp8FlopPerS = 2000e12;
+            s.gpu.driverMemoryBytes = 85'000'000'000;
+            QString err;
+            QVERIFY2(w.applyState(s, &err), qPrintable(err));
+            saved = w.state();
+            w.show();
+            QVERIFY(w.close());
+        }
+        QVERIFY(QSettings().contains(QStringLiteral("session")));
+        MainWindow w(MainWindow::Options{true, false});
+        const AppState& r = w.state();
+        QCOMPARE(r.modelRef, saved.modelRef);
+        QVERIFY(r.deployment.weightDtype == WeightDtype::FP8);
+        QVERIFY(r.deployment.poolGiB && *r.deployment.poolGiB == 33.5);
+        QCOMPARE(r.deployment.blockSize, std::int64_t(32));
+        QCOMPARE(r.deployment.maxNumBatchedTokens, std::int64_t(4096));
+        QCOMPARE(r.deployment.gpuMemUtil, 0.8);
+        QCOMPARE(r.deployment.tp, saved.deployment.tp);
+        QCOMPARE(r.gpu.name, std::string("Lab H100"));
+        QCOMPARE(r.gpu.peakFp8FlopPerS, 2000e12);
+        QVERIFY(std::abs(r.gpu.driverMemoryBytes - 85'000'000'000LL) <= 1);
+        QCOMPARE(r.gpu.bandwidthBytesPerS, saved.gpu.bandwidthBytesPerS);
+        QSettings().clear();
     }
 
     void startupFlagsRefuseNonsense() {

@@ -1,4 +1,4 @@
-// The issue-4/5 GUI features driven through the real MainWindow (offscreen).
+// The GUI features driven through the real MainWindow (offscreen).
 #include "core/export.h"
 #include "core/story.h"
 #include "ui/compare.h"

@@ -1,4 +1,4 @@
-// formulas.md §7, row by row, plus one test per validation rule.
+// docs/formulas.md §7, row by row, plus one test per validation rule.
 #include "core/format.h"
 #include "core/law.h"
 #include "core/presets.h"

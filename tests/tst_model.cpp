@@ -1,4 +1,4 @@
-// Config resolution over the real fixture configs (formulas.md §1), parameter totals against
+// Config resolution over the real fixture configs (docs/formulas.md §1), parameter totals against
 // published counts, and malformed, truncated and hostile JSON.
 #include "core/law.h"
 #include "core/model.h"

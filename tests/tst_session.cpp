@@ -1,5 +1,6 @@
 // Sessions: JSON round trip, one-line errors naming the field, and the Hugging Face cache scan.
 #include "core/presets.h"
+#include "core/schema.h"
 #include "core/session.h"
 
 #include <QDir>
@@ -16,6 +17,15 @@ bool sameDeployment(const Deployment& a, const Deployment& b) {
            a.weightDtype == b.weightDtype && a.context == b.context && a.batch == b.batch &&
            a.gpuMemUtil == b.gpuMemUtil && a.poolModel == b.poolModel && a.poolGiB == b.poolGiB &&
            a.maxNumBatchedTokens == b.maxNumBatchedTokens && a.blockSize == b.blockSize;
+}
+
+/// Two field texts name the same value (numbers compared as numbers: "96" and "96.0"; GPU
+/// memory is stored in whole bytes, so 79.19 GiB comes back within a byte).
+bool sameText(const Field& f, const std::string& a, const std::string& b) {
+    if (f.kind != FieldKind::Number)
+        return a == b;
+    const double x = std::stod(a), y = std::stod(b);
+    return std::abs(x - y) <= 1e-9 * std::max(std::abs(x), std::abs(y));
 }
 
 void writeFile(const QString& path, const QByteArray& bytes) {
@@ -85,6 +95,131 @@ private Q_SLOTS:
         auto sc = resolveSession(back.value());
         QVERIFY2(sc.ok(), sc.ok() ? "" : sc.error().message().c_str());
         QVERIFY(evaluate(sc->model, sc->gpu, sc->deployment).ok());
+    }
+
+    // Every schema row: its example as a flag value -> Session -> session JSON -> Session ->
+    // the same value, and the flags written back from the session read the same again.
+    void schemaFieldRoundTrip_data() {
+        QTest::addColumn<QString>("key");
+        for (const auto& f : schemaFields())
+            QTest::newRow(f.key.c_str()) << QString::fromStdString(f.key);
+    }
+    void schemaFieldRoundTrip() {
+        QFETCH(QString, key);
+        const Field& f = *findField(key.toStdString());
+        QVERIFY(!f.example.empty());
+        QVERIFY(f.example != f.defaultText);
+        QVERIFY2(f.check(f.example).empty(), f.check(f.example).c_str());
+        auto applied = applyFieldTexts(Session{}, {{&f, f.example}});
+        QVERIFY2(applied.ok(), applied.ok() ? "" : applied.error().message().c_str());
+        QVERIFY(f.get(applied.value()).has_value());
+        QVERIFY(sameText(f, *f.get(applied.value()), f.example));
+        // The untouched session does not hold the example already (the test can fail).
+        const auto before = f.get(Session{});
+        QVERIFY(!before || !sameText(f, *before, f.example));
+
+        auto back = parseSession(sessionToJson(applied.value()));
+        QVERIFY2(back.ok(), back.ok() ? "" : back.error().message().c_str());
+        QVERIFY(f.get(back.value()).has_value());
+        QVERIFY2(sameText(f, *f.get(back.value()), f.example), f.get(back.value())->c_str());
+        QVERIFY(sameDeployment(back->deployment, applied->deployment));
+
+        const auto flags = sessionToFlags(back.value());
+        FieldTexts texts;
+        for (std::size_t i = 0; i + 1 < flags.size(); i += 2) {
+            const Field* g = findField(flags[i]);
+            QVERIFY2(g && g->flag == flags[i], flags[i].c_str());
+            texts.emplace_back(g, flags[i + 1]);
+        }
+        auto again = applyFieldTexts(Session{}, texts);
+        QVERIFY2(again.ok(), again.ok() ? "" : again.error().message().c_str());
+        QCOMPARE(sessionToJson(again.value()), sessionToJson(back.value()));
+    }
+
+    // The defaults in the table are Deployment's and Session's own.
+    void schemaDefaults() {
+        const Session defaults;
+        int deploymentRows = 0;
+        for (const auto& f : schemaFields()) {
+            if (f.group == FieldGroup::Deployment)
+                ++deploymentRows;
+            if (f.group == FieldGroup::CustomGpu)
+                continue;
+            const auto v = f.get(defaults);
+            QCOMPARE(v.has_value(), !f.defaultText.empty());
+            if (v)
+                QCOMPARE(QString::fromStdString(*v), QString::fromStdString(f.defaultText));
+            QVERIFY2(
+                f.flag == "--" +
+                              [&] {
+                                  std::string k = f.key;
+                                  for (char& c : k)
+                                      if (c == '_')
+                                          c = '-';
+                                  return k;
+                              }() ||
+                    f.group != FieldGroup::Deployment,
+                f.flag.c_str()); // one name: the flag is the key with dashes
+        }
+        QCOMPARE(deploymentRows, 15); // every member of Deployment (core/law.h)
+        QCOMPARE(findField("--util"), findField("gpu_mem_util"));
+        QCOMPARE(findField("util"), findField("--gpu-mem-util"));
+    }
+
+    // A version-1 file (as kvscope 0.1 wrote it, "util" and all) still loads, and says once
+    // on stderr that the key is deprecated.
+    void oldSessionFileLoads() {
+        const std::string v1 = R"({
+  "batch": 4,
+  "block_size": 32,
+  "context": 16384,
+  "dcp": 1,
+  "gpu": "h200",
+  "kv_dtype": "fp8",
+  "kvscope_session": 1,
+  "max_num_batched_tokens": 8192,
+  "model": "llama-3-70b",
+  "pool_model": "datasheet",
+  "tp": 8,
+  "util": 0.85,
+  "weight_dtype": "auto"
+})";
+        std::vector<std::string> lines;
+        auto previous = setDeprecationSink([&](const std::string& l) { lines.push_back(l); });
+        auto s = parseSession(v1);
+        setDeprecationSink(previous);
+        QVERIFY2(s.ok(), s.ok() ? "" : s.error().message().c_str());
+        QCOMPARE(s->deployment.gpuMemUtil, 0.85);
+        QCOMPARE(s->deployment.blockSize, std::int64_t(32));
+        QVERIFY(s->deployment.kvDtype == KvDtype::FP8);
+        QCOMPARE(s->gpu, std::string("h200"));
+        QCOMPARE(lines.size(), std::size_t(1));
+        QVERIFY(QString::fromStdString(lines[0]).contains(QLatin1String("util")));
+        QVERIFY(QString::fromStdString(lines[0]).contains(QLatin1String("gpu_mem_util")));
+        QVERIFY(!QString::fromStdString(lines[0]).contains(QLatin1Char('\n')));
+        // Saved again, it is a current file with the one name.
+        const std::string now = sessionToJson(s.value());
+        QVERIFY(now.find("\"gpu_mem_util\": 0.85") != std::string::npos);
+        QVERIFY(now.find("\"util\"") == std::string::npos);
+        QVERIFY(now.find("\"kvscope_session\": 2") != std::string::npos);
+    }
+
+    // The custom GPU's optional figures (fp8 peak, driver memory) survive a session.
+    void customGpuKeepsEveryFigure() {
+        Session s;
+        GpuSpec g = loadGpu("h100-sxm").value();
+        g.id = "custom";
+        g.name = "H100 with more memory";
+        g.driverMemoryBytes = 85'000'000'000;
+        g.peakFp8FlopPerS = 1979e12;
+        s.customGpu = g;
+        auto back = parseSession(sessionToJson(s));
+        QVERIFY2(back.ok(), back.ok() ? "" : back.error().message().c_str());
+        QVERIFY(back->customGpu.has_value());
+        QCOMPARE(back->customGpu->peakFp8FlopPerS, g.peakFp8FlopPerS);
+        QVERIFY(std::abs(back->customGpu->driverMemoryBytes - g.driverMemoryBytes) <= 1);
+        QCOMPARE(back->customGpu->gpusPerNode, g.gpusPerNode);
+        QCOMPARE(back->customGpu->name, g.name);
     }
 
     void fileRoundTrip() {

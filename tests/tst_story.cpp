@@ -36,7 +36,7 @@ private Q_SLOTS:
         QTest::addColumn<QString>("field");
         QTest::addColumn<double>("expected");
         QTest::addColumn<double>("tolerance");
-        // The chapter's numbers (formulas.md §7), restated here independently of the JSON.
+        // The chapter's numbers (docs/formulas.md §7), restated here independently of the JSON.
         QTest::newRow("mha 20 GiB conversation") << 0 << "request_bytes" << 21474836480.0 << 0.0;
         QTest::newRow("mha 20 requests") << 0 << "max_concurrency" << 20.0 << 0.0;
         QTest::newRow("mqa 40 KiB per rank at tp8")

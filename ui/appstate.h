@@ -1,5 +1,5 @@
 // The one state every view of the kvscope window follows: which model, on which GPU, deployed
-// how. Plain values only; the seam the issue-5 features (story, compare, sessions) build on.
+// how. Plain values only; the seam the story, compare and session features build on.
 #pragma once
 
 #include "core/gpu.h"

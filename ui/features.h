@@ -1,4 +1,4 @@
-// The issue-5 features and the measurement overlay, installed on a MainWindow through its
+// The app's features and the measurement overlay, installed on a MainWindow through its
 // public seam (menus, state, views): story mode, presentation mode, compare, plan, explain an
 // engine log, sessions, PDF / numbers export and the Measure action.
 #pragma once

@@ -7,6 +7,7 @@
 #include "ui/layerribbon.h"
 #include "ui/numberspanel.h"
 #include "ui/rooflineplot.h"
+#include "ui/session.h"
 #include "ui/sidepanels.h"
 #include "ui/stepplot.h"
 #include "ui/theme.h"
@@ -735,66 +736,25 @@ void MainWindow::closeEvent(QCloseEvent* e) {
     QMainWindow::closeEvent(e);
 }
 
-void MainWindow::saveSettings() const {
-    QSettings st;
-    st.setValue(QStringLiteral("window/geometry"), saveGeometry());
-    st.setValue(QStringLiteral("window/state"), saveState(1));
-    st.setValue(QStringLiteral("theme"), toString(currentTheme()));
+namespace {
+/// The state as earlier builds saved it: one QSettings key per knob under "state/".
+Session legacySettingsSession(QSettings& st) {
+    Session out;
     st.beginGroup(QStringLiteral("state"));
-    st.setValue(QStringLiteral("model"), q(state_.modelRef));
-    const GpuSpec& g = state_.gpu;
-    st.setValue(QStringLiteral("gpu"), q(g.id));
-    if (g.id == "custom") {
-        st.setValue(QStringLiteral("gpuName"), q(g.name));
-        st.setValue(QStringLiteral("gpuMemoryBytes"), static_cast<qlonglong>(g.memoryBytes));
-        st.setValue(QStringLiteral("gpuBandwidth"), g.bandwidthBytesPerS);
-        st.setValue(QStringLiteral("gpuBf16"), g.peakBf16FlopPerS);
-        st.setValue(QStringLiteral("gpuFp32"), g.peakFp32FlopPerS);
-        st.setValue(QStringLiteral("gpuPerNode"), static_cast<qlonglong>(g.gpusPerNode));
-    }
-    const Deployment& d = state_.deployment;
-    st.setValue(QStringLiteral("tp"), static_cast<qlonglong>(d.tp));
-    st.setValue(QStringLiteral("dcp"), static_cast<qlonglong>(d.dcp));
-    st.setValue(QStringLiteral("kvHeads"), d.kvHeads ? static_cast<qlonglong>(*d.kvHeads) : 0LL);
-    st.setValue(QStringLiteral("context"), static_cast<qlonglong>(d.context));
-    st.setValue(QStringLiteral("batch"), static_cast<qlonglong>(d.batch));
-    st.setValue(QStringLiteral("kvDtype"), q(toString(d.kvDtype)));
-    st.setValue(QStringLiteral("util"), d.gpuMemUtil);
-    st.setValue(QStringLiteral("poolModel"), q(toString(d.poolModel)));
-    st.endGroup();
-}
-
-void MainWindow::loadSettings() {
-    QSettings st;
-    if (!restoreGeometry(st.value(QStringLiteral("window/geometry")).toByteArray()))
-        resize(1600, 1000);
-    restoreState(st.value(QStringLiteral("window/state")).toByteArray(), 1);
-    if (!st.contains(QStringLiteral("state/model")))
-        return;
-    // The last state, re-validated: anything the current build refuses is dropped quietly.
-    st.beginGroup(QStringLiteral("state"));
-    AppState s = state_;
-    if (auto m = loadModel(s8(st.value(QStringLiteral("model")).toString())); m.ok()) {
-        s.modelRef = s8(st.value(QStringLiteral("model")).toString());
-        s.model = std::move(m).value();
-    }
-    const QString gpuId = st.value(QStringLiteral("gpu")).toString();
-    if (gpuId == QLatin1String("custom")) {
-        GpuSpec g = s.gpu;
+    out.model = s8(st.value(QStringLiteral("model")).toString());
+    out.gpu = s8(st.value(QStringLiteral("gpu")).toString());
+    if (out.gpu == "custom") {
+        GpuSpec g;
         g.id = "custom";
         g.name = s8(st.value(QStringLiteral("gpuName")).toString());
         g.memoryBytes = st.value(QStringLiteral("gpuMemoryBytes")).toLongLong();
-        g.driverMemoryBytes = 0;
         g.bandwidthBytesPerS = st.value(QStringLiteral("gpuBandwidth")).toDouble();
         g.peakBf16FlopPerS = st.value(QStringLiteral("gpuBf16")).toDouble();
         g.peakFp32FlopPerS = st.value(QStringLiteral("gpuFp32")).toDouble();
         g.gpusPerNode = st.value(QStringLiteral("gpuPerNode")).toLongLong();
-        if (validateGpu(g).ok())
-            s.gpu = g;
-    } else if (auto g = loadGpu(s8(gpuId)); g.ok()) {
-        s.gpu = std::move(g).value();
+        out.customGpu = g;
     }
-    Deployment d;
+    Deployment& d = out.deployment;
     d.tp = st.value(QStringLiteral("tp"), 1).toLongLong();
     d.dcp = st.value(QStringLiteral("dcp"), 1).toLongLong();
     if (const qlonglong kv = st.value(QStringLiteral("kvHeads"), 0).toLongLong(); kv > 0)
@@ -807,7 +767,50 @@ void MainWindow::loadSettings() {
     if (auto p = parsePoolModel(s8(st.value(QStringLiteral("poolModel")).toString())); p.ok())
         d.poolModel = *p;
     st.endGroup();
-    s.deployment = fitDeployment(s.model, s.gpu, d);
+    return out;
+}
+} // namespace
+
+void MainWindow::saveSettings() const {
+    QSettings st;
+    st.setValue(QStringLiteral("window/geometry"), saveGeometry());
+    st.setValue(QStringLiteral("window/state"), saveState(1));
+    st.setValue(QStringLiteral("theme"), toString(currentTheme()));
+    // The whole state as one session JSON value (core/session.h): every schema field comes
+    // back on restart, and a field added to the schema needs nothing here.
+    st.setValue(QStringLiteral("session"), q(sessionToJson(sessionFromState(state_))));
+    st.remove(QStringLiteral("state")); // the per-key layout of earlier builds
+}
+
+void MainWindow::loadSettings() {
+    QSettings st;
+    if (!restoreGeometry(st.value(QStringLiteral("window/geometry")).toByteArray()))
+        resize(1600, 1000);
+    restoreState(st.value(QStringLiteral("window/state")).toByteArray(), 1);
+    // The last state, re-validated: anything the current build refuses is dropped quietly.
+    AppState s = state_;
+    Session saved;
+    if (st.contains(QStringLiteral("session"))) {
+        auto parsed = parseSession(s8(st.value(QStringLiteral("session")).toString()));
+        if (!parsed.ok())
+            return;
+        saved = std::move(parsed).value();
+    } else if (st.contains(QStringLiteral("state/model"))) {
+        saved = legacySettingsSession(st);
+    } else {
+        return;
+    }
+    if (auto m = loadModel(saved.model); m.ok()) {
+        s.modelRef = saved.model;
+        s.model = std::move(m).value();
+    }
+    if (saved.customGpu) {
+        if (validateGpu(*saved.customGpu).ok())
+            s.gpu = *saved.customGpu;
+    } else if (auto g = loadGpu(saved.gpu); g.ok()) {
+        s.gpu = std::move(g).value();
+    }
+    s.deployment = fitDeployment(s.model, s.gpu, saved.deployment);
     applyState(s);
 }
 

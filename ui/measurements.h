@@ -9,7 +9,7 @@ namespace kvscope::ui {
 
 struct MeasuredPoint {
     QString variant;                 ///< "GQA-8"
-    double intensityFlopPerByte = 0; ///< counted FLOPs / counted bytes (formulas.md §8)
+    double intensityFlopPerByte = 0; ///< counted FLOPs / counted bytes (docs/formulas.md §8)
     double achievedFlopPerS = 0;
     QString tooltip; ///< shown on hover (time, bytes/s, % of ceiling, ...)
 };

@@ -5,6 +5,7 @@
 #include "ui/features.h"
 #include "ui/mainwindow.h"
 #include "ui/qcp.h"
+#include "ui/session.h"
 #include "ui/theme.h"
 #include "ui/viewmodel.h"
 
@@ -33,28 +34,46 @@ void settle(MainWindow& w) {
 } // namespace
 
 QString startupUsage() {
-    return QStringLiteral(
-        "usage: kvscope [--model ID|config.json] [--gpu ID|gpu.json] [--tp N] [--dcp N]\n"
-        "               [--h-kv K|mla] [--context S] [--batch B] [--kv-dtype auto|bf16|fp16|fp8|"
-        "fp32|fp8_ds_mla]\n"
-        "               [--pool-model vllm|datasheet] [--util U] [--theme light|dark]\n"
-        "               [--screenshot FILE.png [--size WxH]] [--bench-ui [--steps N]]\n"
-        "               [--story FILE|chapter [--step N]] [--present] [--session FILE]\n"
-        "               [--measurements FILE.json]\n");
+    QString out = QStringLiteral(
+        "usage: kvscope [state flags] [--theme light|dark] [--screenshot FILE.png [--size WxH]]\n"
+        "               [--bench-ui [--steps N]] [--story FILE|chapter [--step N]] [--present]\n"
+        "               [--session FILE] [--measurements FILE.json] [--version]\n\n"
+        "state flags (the same as kvscope-cli size):\n");
+    for (const auto& f : schemaFields()) {
+        QString type;
+        switch (f.kind) {
+        case FieldKind::Integer:
+            type = f.key == "h_kv" ? QStringLiteral("N|latent") : QStringLiteral("N");
+            break;
+        case FieldKind::Number:
+            type = QStringLiteral("X");
+            break;
+        case FieldKind::Choice:
+            for (const auto& w : f.words)
+                type += (type.isEmpty() ? QString() : QStringLiteral("|")) + q(w);
+            break;
+        case FieldKind::Text:
+            type = f.group == FieldGroup::Selection ? QStringLiteral("ID|PATH")
+                                                    : QStringLiteral("TEXT");
+            break;
+        }
+        QString left = QStringLiteral("  ") + q(f.flag) + QLatin1Char(' ') + type;
+        left = left.size() < 34 ? left.leftJustified(34)
+                                : left + QStringLiteral("\n") + QString(34, QLatin1Char(' '));
+        out += left + q(f.help);
+        if (!f.defaultText.empty())
+            out += QStringLiteral(" (default ") + q(f.defaultText) + QLatin1Char(')');
+        out += QLatin1Char('\n');
+    }
+    return out;
 }
 
 StartupOptions parseStartup(const QStringList& arguments) {
     StartupOptions o;
-    const QStringList valueFlags = {
-        QStringLiteral("--model"),      QStringLiteral("--gpu"),
-        QStringLiteral("--tp"),         QStringLiteral("--dcp"),
-        QStringLiteral("--h-kv"),       QStringLiteral("--context"),
-        QStringLiteral("--batch"),      QStringLiteral("--kv-dtype"),
-        QStringLiteral("--size"),       QStringLiteral("--screenshot"),
-        QStringLiteral("--pool-model"), QStringLiteral("--util"),
-        QStringLiteral("--theme"),      QStringLiteral("--steps"),
-        QStringLiteral("--story"),      QStringLiteral("--step"),
-        QStringLiteral("--session"),    QStringLiteral("--measurements")};
+    const QStringList appValueFlags = {
+        QStringLiteral("--size"),    QStringLiteral("--screenshot"),  QStringLiteral("--theme"),
+        QStringLiteral("--steps"),   QStringLiteral("--story"),       QStringLiteral("--step"),
+        QStringLiteral("--session"), QStringLiteral("--measurements")};
     auto integer = [&o](const QString& flag, const QString& v) -> std::optional<std::int64_t> {
         bool ok = false;
         const qlonglong n = v.toLongLong(&ok);
@@ -69,17 +88,28 @@ StartupOptions parseStartup(const QStringList& arguments) {
         QString flag = arguments[i];
         QString value;
         const int eq = flag.indexOf(QLatin1Char('='));
-        if (flag.startsWith(QLatin1String("--")) && eq > 0) {
+        const bool hasInline = flag.startsWith(QLatin1String("--")) && eq > 0;
+        if (hasInline) {
             value = flag.mid(eq + 1);
             flag = flag.left(eq);
-        } else if (valueFlags.contains(flag)) {
+        }
+        const Field* field =
+            flag.startsWith(QLatin1String("--")) ? findField(flag.toStdString()) : nullptr;
+        if (!hasInline && (field || appValueFlags.contains(flag))) {
             if (i + 1 >= arguments.size()) {
                 o.error = flag + QStringLiteral(": needs a value");
                 break;
             }
             value = arguments[++i];
         }
-        if (flag == QLatin1String("--bench-ui"))
+        if (field) {
+            if (flag != q(field->flag))
+                reportDeprecation(flag.toStdString() + ": deprecated, use " + field->flag);
+            const std::string text = value.toStdString();
+            if (const std::string rule = field->check(text); !rule.empty())
+                o.error = q(field->flag) + QStringLiteral(": ") + q(rule);
+            o.state.emplace_back(field, text);
+        } else if (flag == QLatin1String("--bench-ui"))
             o.benchUi = true;
         else if (flag == QLatin1String("--present"))
             o.present = true;
@@ -94,38 +124,13 @@ StartupOptions parseStartup(const QStringList& arguments) {
                 o.step = static_cast<int>(std::min<std::int64_t>(*n, 1000000));
         } else if (flag == QLatin1String("--screenshot"))
             o.screenshot = value;
-        else if (flag == QLatin1String("--model"))
-            o.model = value;
-        else if (flag == QLatin1String("--gpu"))
-            o.gpu = value;
-        else if (flag == QLatin1String("--h-kv"))
-            o.hkv = value;
-        else if (flag == QLatin1String("--kv-dtype"))
-            o.kvDtype = value;
-        else if (flag == QLatin1String("--pool-model"))
-            o.poolModel = value;
         else if (flag == QLatin1String("--theme")) {
             if (value != QLatin1String("light") && value != QLatin1String("dark"))
                 o.error = QStringLiteral("--theme: expected light or dark");
             o.theme = value;
-        } else if (flag == QLatin1String("--tp"))
-            o.tp = integer(flag, value);
-        else if (flag == QLatin1String("--dcp"))
-            o.dcp = integer(flag, value);
-        else if (flag == QLatin1String("--context"))
-            o.context = integer(flag, value);
-        else if (flag == QLatin1String("--batch"))
-            o.batch = integer(flag, value);
-        else if (flag == QLatin1String("--steps")) {
+        } else if (flag == QLatin1String("--steps")) {
             if (auto n = integer(flag, value))
                 o.benchSteps = static_cast<int>(std::min<std::int64_t>(*n, 1000000));
-        } else if (flag == QLatin1String("--util")) {
-            bool ok = false;
-            const double u = value.toDouble(&ok);
-            if (!ok || u <= 0 || u > 1)
-                o.error = QStringLiteral("--util: expected a fraction in (0, 1], got '") + value +
-                          QLatin1Char('\'');
-            o.util = u;
         } else if (flag == QLatin1String("--size")) {
             static const QRegularExpression re(QStringLiteral("^(\\d{2,5})[xX](\\d{2,5})$"));
             const auto m = re.match(value);
@@ -147,55 +152,42 @@ bool applyStartup(MainWindow& w, const StartupOptions& o, QString* error) {
             *error = flag + QStringLiteral(": ") + why;
         return false;
     };
+    // The model first, then the GPU (the window's own loaders: presets, files, HF folders),
+    // then the rest on top of the state they leave.
+    FieldTexts rest;
+    bool tpGiven = false, dcpGiven = false;
     QString err;
-    if (o.model && !w.loadModelRef(*o.model, &err))
-        return fail(QStringLiteral("--model"), err);
-    if (o.gpu && !w.loadGpuRef(*o.gpu, &err))
-        return fail(QStringLiteral("--gpu"), err);
-    AppState s = w.state();
-    Deployment& d = s.deployment;
-    if (o.hkv) {
-        const QString v = o.hkv->toLower();
-        if (v == QLatin1String("mla") || v == QLatin1String("latent")) {
-            if (!s.model.mla)
-                return fail(QStringLiteral("--h-kv"),
-                            QStringLiteral("this model has no MLA latent"));
-            d.kvHeads.reset();
+    for (const auto& [field, text] : o.state) {
+        if (field->key == "model") {
+            if (!w.loadModelRef(q(text), &err))
+                return fail(q(field->flag), err);
+        } else if (field->key == "gpu") {
+            if (!w.loadGpuRef(q(text), &err))
+                return fail(q(field->flag), err);
         } else {
-            bool ok = false;
-            const qlonglong k = v.toLongLong(&ok);
-            if (!ok || k <= 0)
-                return fail(QStringLiteral("--h-kv"),
-                            QStringLiteral("expected a head count or 'mla'"));
-            d.kvHeads = k;
-            if (!s.model.mla && k == s.model.kvHeads.value)
-                d.kvHeads.reset();
+            rest.emplace_back(field, text);
+            tpGiven = tpGiven || field->key == "tp";
+            dcpGiven = dcpGiven || field->key == "dcp";
         }
     }
-    if (o.tp)
-        d.tp = *o.tp;
-    if (o.dcp)
-        d.dcp = *o.dcp;
-    if (o.context)
-        d.context = *o.context;
-    if (o.batch)
-        d.batch = *o.batch;
-    if (o.util)
-        d.gpuMemUtil = *o.util;
-    if (o.kvDtype) {
-        auto k = parseKvDtype(o.kvDtype->toStdString());
-        if (!k.ok())
-            return fail(QStringLiteral("--kv-dtype"), q(k.error().rule));
-        d.kvDtype = *k;
+    AppState s = w.state();
+    FieldNotes notes;
+    auto applied = applyFieldTexts(sessionFromState(s), rest, &notes);
+    if (!applied.ok()) {
+        if (error)
+            *error = q(applied.error().message());
+        return false;
     }
-    if (o.poolModel) {
-        auto p = parsePoolModel(o.poolModel->toStdString());
-        if (!p.ok())
-            return fail(QStringLiteral("--pool-model"), q(p.error().rule));
-        d.poolModel = *p;
-    }
+    if (notes.latentRequested && !s.model.mla)
+        return fail(QStringLiteral("--h-kv"), QStringLiteral("this model has no MLA latent"));
+    Deployment& d = s.deployment;
+    d = applied->deployment;
+    if (d.kvHeads && !s.model.mla && *d.kvHeads == s.model.kvHeads.value)
+        d.kvHeads.reset();
+    if (applied->customGpu)
+        s.gpu = *applied->customGpu;
     // A TP flag without --dcp keeps DCP only when it still validates.
-    if (o.tp && !o.dcp && !validate(s.model, s.gpu, d).ok())
+    if (tpGiven && !dcpGiven && !validate(s.model, s.gpu, d).ok())
         d.dcp = 1;
     if (!w.applyState(s, &err)) {
         if (error)

@@ -1,6 +1,10 @@
-// Command-line state flags shared by the app's normal start, --screenshot and --bench-ui:
-// --model --gpu --tp --dcp --h-kv --context --batch --kv-dtype --pool-model --util --theme --size.
+// Command-line flags shared by the app's normal start, --screenshot and --bench-ui: the state
+// flags are the deployment schema's (core/schema.h), spelled as in kvscope-cli (--model --gpu
+// --tp ... --gpu-mem-util --pool-gib --block-size, the custom-GPU figures); then the app's own
+// --theme --size --screenshot --bench-ui --story --step --present --session --measurements.
 #pragma once
+
+#include "core/schema.h"
 
 #include <QSize>
 #include <QString>
@@ -17,15 +21,14 @@ struct StartupOptions {
     bool benchUi = false; ///< --bench-ui
     int benchSteps = 1000;
     QSize size{1600, 1000};
-    std::optional<QString> model, gpu, hkv, kvDtype, poolModel, theme;
-    std::optional<std::int64_t> tp, dcp, context, batch;
-    std::optional<double> util;
-    QString story;           ///< --story FILE (or a bundled story's name, "chapter")
-    std::optional<int> step; ///< --step N, 1-based
-    bool present = false;    ///< --present
-    QString session;         ///< --session FILE
-    QString measurements;    ///< --measurements FILE (kvscope-cli measure --json)
-    QString error;           ///< "--flag: rule" when parsing failed
+    std::optional<QString> theme;
+    kvscope::FieldTexts state; ///< the schema flags given, checked, in order
+    QString story;             ///< --story FILE (or a bundled story's name, "chapter")
+    std::optional<int> step;   ///< --step N, 1-based
+    bool present = false;      ///< --present
+    QString session;           ///< --session FILE
+    QString measurements;      ///< --measurements FILE (kvscope-cli measure --json)
+    QString error;             ///< "--flag: rule" when parsing failed
 };
 
 StartupOptions parseStartup(const QStringList& arguments);
@@ -36,7 +39,7 @@ bool applyStartup(MainWindow& w, const StartupOptions& o, QString* error);
 int runScreenshot(const StartupOptions& o);
 /// Drives slider steps across models and controls; prints "update p50 X ms p99 Y ms" last.
 int runBenchUi(const StartupOptions& o);
-/// The usage text for --help.
+/// The usage text for --help (the state flags listed from the schema).
 QString startupUsage();
 
 } // namespace kvscope::ui

@@ -1,12 +1,13 @@
 // kvscope-cli explain-log: read a vLLM or SGLang startup log (or a folder of them), predict
 // its KV numbers for the logged engine release and explain the difference term by term.
-#include "args.h"
 #include "command.h"
 #include "core/explain_log.h"
+#include "options.h"
 
 #include <filesystem>
 #include <iostream>
 #include <iterator>
+#include <memory>
 #include <sstream>
 
 namespace {
@@ -20,28 +21,27 @@ std::vector<std::string> splitComma(const std::string& s) {
     return out;
 }
 
-int runExplainLog(const kvscope::cli::Args& args) {
+struct ExplainArgs {
+    std::string file, model, gpu, configs;
+    bool json = false, loggedWeights = false;
+};
+
+int runExplainLog(const ExplainArgs& a) {
     using kvscope::cli::fail;
-    kvscope::cli::ArgParser p({"--model", "--gpu", "--configs"}, {"--json", "--logged-weights"});
-    if (!p.parse(args))
-        return fail(p.error());
-    if (p.positional().size() != 1)
-        return fail(p.positional().empty()
-                        ? "FILE: missing (a vLLM or SGLang startup log, a folder of them, or -)"
-                        : p.positional()[1] + ": unexpected argument (one log file or folder)");
-    const std::string& file = p.positional().front();
+    if (a.file.empty())
+        return fail("FILE: missing (a vLLM or SGLang startup log, a folder of them, or -)");
+    const std::string& file = a.file;
     kvscope::ExplainOptions opt;
-    opt.model = p.value("--model").value_or("");
-    opt.gpu = p.value("--gpu").value_or("");
-    opt.loggedWeights = p.has("--logged-weights");
-    opt.configDirs = splitComma(p.value("--configs").value_or(""));
+    opt.model = a.model;
+    opt.gpu = a.gpu;
+    opt.loggedWeights = a.loggedWeights;
+    opt.configDirs = splitComma(a.configs);
     std::error_code ec;
     if (file != "-" && std::filesystem::is_directory(file, ec)) {
         auto rows = kvscope::explainFolder(file, opt);
         if (!rows.ok())
             return fail(rows.error().message());
-        std::cout << (p.has("--json") ? kvscope::fleetJson(rows.value())
-                                      : kvscope::fleetText(rows.value()));
+        std::cout << (a.json ? kvscope::fleetJson(rows.value()) : kvscope::fleetText(rows.value()));
         return 0;
     }
     opt.fileName = file;
@@ -58,19 +58,35 @@ int runExplainLog(const kvscope::cli::Args& args) {
     auto e = kvscope::explainEngineLog(log.value(), opt);
     if (!e.ok())
         return fail(file + ": " + e.error().message());
-    if (p.has("--json"))
+    if (a.json)
         std::cout << kvscope::explanationJson(e.value());
     else
         std::cout << kvscope::explanationText(e.value());
     return 0;
 }
 
+kvscope::cli::Runner setupExplainLog(CLI::App& app) {
+    auto a = std::make_shared<ExplainArgs>();
+    app.add_option("FILE", a->file,
+                   "A vLLM or SGLang startup log, a folder of *.log, or - for "
+                   "stdin")
+        ->type_name("FILE|DIR|-");
+    app.add_option("--model", a->model, "Model to explain with, instead of the one the log names")
+        ->type_name("ID|PATH");
+    app.add_option("--gpu", a->gpu, "GPU to explain with, instead of the one the log names")
+        ->type_name("ID|PATH");
+    app.add_option("--configs", a->configs, "Folders of config.json files to find the model in")
+        ->type_name("DIR[,DIR]");
+    app.add_flag("--logged-weights", a->loggedWeights,
+                 "Take the weight memory the log reports instead of counting it");
+    app.add_flag("--json", a->json, "Print the explanation as JSON");
+    return [a] { return runExplainLog(*a); };
+}
+
 } // namespace
 
 KVSCOPE_CLI_COMMAND({"explain-log",
-                     "explain-log FILE|DIR|- [--model <id|path>] [--gpu <id|path>] "
-                     "[--configs DIR[,DIR]] [--logged-weights] [--json]",
                      "Read a vLLM or SGLang startup log (or every *.log in a folder), predict its "
                      "KV cache numbers for the logged engine release and explain the difference "
                      "term by term",
-                     &runExplainLog});
+                     &setupExplainLog});

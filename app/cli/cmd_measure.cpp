@@ -1,7 +1,6 @@
 // kvscope-cli measure: run the model's attention variants on a measurement backend (CPU or
 // CUDA), check each against the double-precision reference, time it, and place it against the
 // measured ceilings (read bandwidth and arithmetic peak).
-#include "args.h"
 #include "command.h"
 #include "core/law.h"
 #include "core/model.h"
@@ -10,12 +9,15 @@
 #include "gpu/measure_table.h"
 #include "gpu/measurement_json.h"
 #include "gpu/measureplan.h"
+#include "options.h"
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -92,23 +94,26 @@ std::string pad(std::string s, std::size_t w, bool right = true) {
     return right ? std::string(w - s.size(), ' ') + s : s + std::string(w - s.size(), ' ');
 }
 
-int runMeasure(const Args& args) {
-    ArgParser ap(
-        {"--backend", "--model", "--tp", "--context", "--batch", "--kv-dtype", "--sweep", "--json"},
-        {"--self-check"});
-    if (!ap.parse(args))
-        return fail(ap.error());
-    if (!ap.positional().empty())
-        return fail("measure: unexpected argument '" + ap.positional().front() + "'");
-    const std::string backendName = ap.value("--backend").value_or("cpu");
+struct MeasureArgs {
+    std::string backend = "cpu", model, tp, context, batch, kvDtype = "bf16", sweep = "variants",
+                json;
+    bool selfCheck = false;
+};
+
+std::optional<std::int64_t> number(const std::string& text) {
+    if (text.empty())
+        return std::nullopt;
+    return std::stoll(text); // the schema's validator checked it
+}
+
+int runMeasure(const MeasureArgs& a) {
+    const std::string backendName = a.backend;
     if (backendName != "cpu" && backendName != "cuda")
         return fail("--backend: must be cpu or cuda, got '" + backendName + "'");
-    const bool selfCheckOnly = ap.has("--self-check");
-    const auto tp = ap.integer("--tp");
-    const auto contextFlag = ap.integer("--context");
-    const auto batchFlag = ap.integer("--batch");
-    if (!ap.ok())
-        return fail(ap.error());
+    const bool selfCheckOnly = a.selfCheck;
+    const auto tp = number(a.tp);
+    const auto contextFlag = number(a.context);
+    const auto batchFlag = number(a.batch);
     const std::int64_t tpSize = tp.value_or(1);
     if (tpSize < 1 || tpSize > kMaxTp)
         return fail("--tp: must be between 1 and " + std::to_string(kMaxTp));
@@ -119,14 +124,15 @@ int runMeasure(const Args& args) {
     const std::int64_t batch = batchFlag.value_or(cuda ? 16 : 1);
     if (batch < 1 || batch > kMaxBatch)
         return fail("--batch: must be between 1 and " + std::to_string(kMaxBatch));
-    const std::string dtypeText = ap.value("--kv-dtype").value_or("bf16");
+    const std::string dtypeText = a.kvDtype;
     const auto dtype = gpu::parseDtype(dtypeText);
     if (!dtype)
         return fail("--kv-dtype: unknown '" + dtypeText + "' (bf16, fp16, fp8_e4m3 or fp32)");
-    const std::string sweep = ap.value("--sweep").value_or("variants");
+    const std::string sweep = a.sweep;
     if (sweep != "variants" && sweep != "context" && sweep != "batch")
         return fail("--sweep: must be variants, context or batch, got '" + sweep + "'");
-    const auto modelId = ap.value("--model");
+    const std::optional<std::string> modelId =
+        a.model.empty() ? std::nullopt : std::optional<std::string>(a.model);
     if (!modelId && !selfCheckOnly)
         return fail("--model: required (a preset id or a config.json path)");
 
@@ -251,7 +257,8 @@ int runMeasure(const Args& args) {
     }
     std::cout << gpu::measureTableFooter(set.points, set.ceilings);
 
-    if (auto path = ap.value("--json")) {
+    if (const std::optional<std::string> path =
+            a.json.empty() ? std::nullopt : std::optional<std::string>(a.json)) {
         std::string err;
         if (!gpu::saveMeasurementJson(set, *path, &err))
             return fail("--json: " + err);
@@ -260,12 +267,40 @@ int runMeasure(const Args& args) {
     return failures ? 1 : 0;
 }
 
+Runner setupMeasure(CLI::App& app) {
+    auto a = std::make_shared<MeasureArgs>();
+    app.add_option("--backend", a->backend, "Measurement backend")
+        ->type_name("cpu|cuda")
+        ->default_str("cpu");
+    app.add_option("--model", a->model, findField("model")->help)->type_name("ID|PATH");
+    auto schemaOption = [&](const char* key, std::string& target, const char* defaults) {
+        const Field& f = *findField(key, FieldGroup::Deployment);
+        app.add_option(f.flag, target, f.help)
+            ->type_name("N")
+            ->check(fieldValidator(f))
+            ->default_str(defaults);
+    };
+    schemaOption("tp", a->tp, "1");
+    schemaOption("context", a->context, "cpu 4096, cuda 8192");
+    schemaOption("batch", a->batch, "cpu 1, cuda 16");
+    app.add_option("--kv-dtype", a->kvDtype, "KV dtype the kernels read")
+        ->type_name("bf16|fp16|fp8_e4m3|fp32")
+        ->default_str("bf16");
+    app.add_option("--sweep", a->sweep, "What to vary")
+        ->type_name("variants|context|batch")
+        ->default_str("variants");
+    app.add_option("--json", a->json, "Write the measurements (kvscope --measurements FILE)")
+        ->type_name("FILE");
+    app.add_flag("--self-check", a->selfCheck,
+                 "Check every kernel against the double-precision reference, no timing "
+                 "(--model optional)");
+    return [a] { return runMeasure(*a); };
+}
+
 } // namespace
 
 KVSCOPE_CLI_COMMAND({"measure",
-                     "measure --backend cpu|cuda --model M [--tp N] [--context S] [--batch B] "
-                     "[--kv-dtype D] [--sweep variants|context|batch] [--json FILE] [--self-check]",
                      "Time decode attention of a model's variants against the measured ceilings",
-                     &runMeasure});
+                     &setupMeasure});
 
 } // namespace kvscope::cli

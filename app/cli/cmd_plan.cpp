@@ -1,11 +1,14 @@
 // kvscope-cli plan: the smallest deployments that hold a target concurrency, and why the
 // others fail.
-#include "args.h"
 #include "command.h"
 #include "core/plan.h"
 #include "core/presets.h"
+#include "options.h"
 
+#include <algorithm>
 #include <iostream>
+#include <memory>
+#include <optional>
 #include <sstream>
 
 namespace {
@@ -20,81 +23,69 @@ std::vector<std::string> commaList(const std::string& text) {
     return out;
 }
 
-int runPlan(const kvscope::cli::Args& args) {
-    using kvscope::cli::fail;
-    kvscope::cli::ArgParser p({"--model", "--context", "--concurrency", "--gpus", "--kv-dtypes",
-                               "--tps", "--max-tp", "--max-gpus", "--pool-model", "--gpu-mem-util",
-                               "--pool-gib", "--weight-dtype", "--max-num-batched-tokens",
-                               "--block-size"},
-                              {"--json", "--csv", "--markdown"});
-    if (!p.parse(args))
-        return fail(p.error());
-    if (!p.positional().empty())
-        return fail(p.positional().front() + ": unexpected argument");
-    if (int formats = p.has("--json") + p.has("--csv") + p.has("--markdown"); formats > 1)
-        return fail("--json, --csv and --markdown: choose one");
+struct PlanArgs {
+    kvscope::FieldTexts texts; ///< --model, --context and the deployment base
+    std::string concurrency, gpus, kvDtypes, tps;
+    std::int64_t maxTp = 0, maxGpus = 0;
+    bool json = false, csv = false, markdown = false;
 
-    kvscope::PlanRequest req;
-    auto modelRef = p.value("--model");
-    if (!modelRef)
+    bool has(const char* key) const {
+        return std::any_of(texts.begin(), texts.end(),
+                           [key](const auto& t) { return t.first->key == key; });
+    }
+};
+
+/// The schema rows plan takes: the model, the context and the pool knobs of the base.
+bool planField(const kvscope::Field& f) {
+    static const char* const keys[] = {"model",
+                                       "context",
+                                       "pool_model",
+                                       "gpu_mem_util",
+                                       "pool_gib",
+                                       "weight_dtype",
+                                       "max_num_batched_tokens",
+                                       "block_size"};
+    return std::find(std::begin(keys), std::end(keys), f.key) != std::end(keys);
+}
+
+int runPlan(const PlanArgs& a) {
+    using kvscope::cli::fail;
+    if (int formats = a.json + a.csv + a.markdown; formats > 1)
+        return fail("--json, --csv and --markdown: choose one");
+    if (!a.has("model"))
         return fail("--model: missing (a preset id or a config.json path)");
-    auto model = kvscope::loadModel(*modelRef);
+    auto state = kvscope::applyFieldTexts(kvscope::Session{}, a.texts);
+    if (!state.ok())
+        return fail(state.error().message());
+    kvscope::PlanRequest req;
+    auto model = kvscope::loadModel(state->model);
     if (!model.ok())
         return fail("--model: " + model.error().message());
     req.model = model.value();
-    const auto context = p.integer("--context");
-    const auto concurrency = p.integer("--concurrency");
-    const auto maxTp = p.integer("--max-tp");
-    const auto maxGpus = p.integer("--max-gpus");
-    const auto mnbt = p.integer("--max-num-batched-tokens");
-    const auto block = p.integer("--block-size");
-    const auto util = p.real("--gpu-mem-util");
-    const auto poolGiB = p.real("--pool-gib");
-    if (!p.ok())
-        return fail(p.error());
-    if (!context)
+    if (!a.has("context"))
         return fail("--context: missing (tokens per request)");
-    if (!concurrency)
+    if (a.concurrency.empty())
         return fail("--concurrency: missing (concurrent requests to hold)");
-    req.context = *context;
-    req.concurrency = *concurrency;
-    if (maxTp)
-        req.maxTp = *maxTp;
-    if (maxGpus)
-        req.maxGpus = *maxGpus;
-    if (mnbt) {
-        if (*mnbt < 1)
-            return fail("--max-num-batched-tokens: must be a positive integer");
-        req.base.maxNumBatchedTokens = *mnbt;
-    }
-    if (block) {
-        if (*block < 1)
-            return fail("--block-size: must be a positive integer");
-        req.base.blockSize = *block;
-    }
-    if (util) {
-        if (!(*util > 0 && *util <= 1))
-            return fail("--gpu-mem-util: must be in (0, 1]");
-        req.base.gpuMemUtil = *util;
-    }
-    if (poolGiB) {
-        if (!(*poolGiB > 0))
-            return fail("--pool-gib: must be a positive number of GiB");
-        req.base.poolGiB = *poolGiB;
-    }
-    if (auto v = p.value("--pool-model")) {
-        auto pm = kvscope::parsePoolModel(*v);
-        if (!pm.ok())
-            return fail("--pool-model: " + pm.error().rule);
-        req.base.poolModel = pm.value();
-    }
-    if (auto v = p.value("--weight-dtype")) {
-        auto w = kvscope::parseWeightDtype(*v);
-        if (!w.ok())
-            return fail("--weight-dtype: " + w.error().rule);
-        req.base.weightDtype = w.value();
-    }
-    if (auto v = p.value("--gpus")) {
+    req.context = state->deployment.context;
+    req.concurrency = std::stoll(a.concurrency); // checked by the validator
+    if (a.maxTp)
+        req.maxTp = a.maxTp;
+    if (a.maxGpus)
+        req.maxGpus = a.maxGpus;
+    const kvscope::Deployment& d = state->deployment;
+    req.base.maxNumBatchedTokens = d.maxNumBatchedTokens;
+    req.base.blockSize = d.blockSize;
+    req.base.gpuMemUtil = d.gpuMemUtil;
+    req.base.poolGiB = d.poolGiB;
+    req.base.poolModel = d.poolModel;
+    req.base.weightDtype = d.weightDtype;
+    const std::optional<std::string> gpus =
+        a.gpus.empty() ? std::nullopt : std::optional<std::string>(a.gpus);
+    const std::optional<std::string> kvDtypes =
+        a.kvDtypes.empty() ? std::nullopt : std::optional<std::string>(a.kvDtypes);
+    const std::optional<std::string> tps =
+        a.tps.empty() ? std::nullopt : std::optional<std::string>(a.tps);
+    if (auto v = gpus) {
         const auto ids = commaList(*v);
         if (ids.empty())
             return fail("--gpus: give a comma-separated list of GPU presets or files");
@@ -105,7 +96,7 @@ int runPlan(const kvscope::cli::Args& args) {
             req.gpus.push_back(g.value());
         }
     }
-    if (auto v = p.value("--kv-dtypes")) {
+    if (auto v = kvDtypes) {
         const auto names = commaList(*v);
         if (names.empty())
             return fail("--kv-dtypes: give a comma-separated list (auto, bf16, fp8, ...)");
@@ -116,7 +107,7 @@ int runPlan(const kvscope::cli::Args& args) {
             req.kvDtypes.push_back(k.value());
         }
     }
-    if (auto v = p.value("--tps")) {
+    if (auto v = tps) {
         for (const auto& t : commaList(*v)) {
             try {
                 std::size_t used = 0;
@@ -132,25 +123,64 @@ int runPlan(const kvscope::cli::Args& args) {
     auto plan = kvscope::planDeployment(req);
     if (!plan.ok())
         return fail("--" + plan.error().field + ": " + plan.error().rule);
-    if (p.has("--json"))
+    if (a.json)
         std::cout << kvscope::planJson(plan.value());
-    else if (p.has("--csv"))
+    else if (a.csv)
         std::cout << kvscope::planCsv(plan.value());
-    else if (p.has("--markdown"))
+    else if (a.markdown)
         std::cout << kvscope::planMarkdown(plan.value());
     else
         std::cout << kvscope::planText(plan.value());
     return 0;
 }
 
+CLI::Validator integer(std::int64_t min) {
+    return CLI::Validator(
+        [min](std::string& v) -> std::string {
+            std::size_t used = 0;
+            long long n = 0;
+            try {
+                n = std::stoll(v, &used);
+            } catch (const std::exception&) {
+                used = 0;
+            }
+            if (used == 0 || used != v.size())
+                return "must be an integer, got '" + v + "'";
+            if (n < min)
+                return "must be at least " + std::to_string(min) + ", got " + v;
+            return {};
+        },
+        std::string());
+}
+
+kvscope::cli::Runner setupPlan(CLI::App& app) {
+    auto a = std::make_shared<PlanArgs>();
+    kvscope::cli::addFieldOptions(app, a->texts, &planField);
+    for (const char* required : {"--model", "--context"}) // no default here: plan needs both
+        app.get_option(required)->default_str("")->description(
+            app.get_option(required)->get_description() + " (required)");
+    app.add_option("--concurrency", a->concurrency,
+                   "Concurrent requests of --context tokens to hold")
+        ->type_name("N")
+        ->check(integer(0)); // planDeployment names the rule for 0
+    app.add_option("--gpus", a->gpus, "GPU presets or files to consider (default: all presets)")
+        ->type_name("a,b,...");
+    app.add_option("--kv-dtypes", a->kvDtypes, "KV cache dtypes to consider")
+        ->type_name("auto,fp8,...");
+    app.add_option("--tps", a->tps, "TP sizes to consider")->type_name("1,2,...");
+    app.add_option("--max-tp", a->maxTp, "Largest TP size")->type_name("N")->check(integer(1));
+    app.add_option("--max-gpus", a->maxGpus, "Most GPUs in one option (TP x replicas)")
+        ->type_name("N")
+        ->check(integer(1));
+    app.add_flag("--json", a->json, "Print the plan as JSON");
+    app.add_flag("--csv", a->csv, "Print the plan as CSV");
+    app.add_flag("--markdown", a->markdown, "Print the plan as a Markdown table");
+    return [a] { return runPlan(*a); };
+}
+
 } // namespace
 
 KVSCOPE_CLI_COMMAND({"plan",
-                     "plan --model M --context S --concurrency N [--gpus a,b,...] "
-                     "[--kv-dtypes auto,fp8,...] [--tps 1,2,...] [--max-tp 64] [--max-gpus N] "
-                     "[--pool-model vllm|datasheet] [--gpu-mem-util U] [--pool-gib P] "
-                     "[--weight-dtype auto|bf16|fp16|fp32|fp8|int8|int4|mxfp4|nvfp4] "
-                     "[--json|--csv|--markdown]",
                      "The smallest deployments (GPU × TP × KV dtype, replicas) that hold N "
                      "concurrent requests of S tokens, ranked, and why the others fail",
-                     &runPlan});
+                     &setupPlan});

@@ -1,5 +1,4 @@
 // kvscope-cli models / gpus: the bundled presets.
-#include "args.h"
 #include "command.h"
 #include "core/presets.h"
 
@@ -7,9 +6,7 @@
 
 namespace {
 
-int list(const kvscope::cli::Args& args, const std::vector<kvscope::PresetInfo>& presets) {
-    if (!args.empty())
-        return kvscope::cli::fail(args.front() + ": unexpected argument");
+int list(const std::vector<kvscope::PresetInfo>& presets) {
     std::size_t idWidth = 4, titleWidth = 5;
     for (const auto& p : presets) {
         idWidth = std::max(idWidth, p.id.size());
@@ -21,14 +18,14 @@ int list(const kvscope::cli::Args& args, const std::vector<kvscope::PresetInfo>&
     return 0;
 }
 
-int runModels(const kvscope::cli::Args& args) {
-    return list(args, kvscope::modelPresets());
+kvscope::cli::Runner setupModels(CLI::App&) {
+    return [] { return list(kvscope::modelPresets()); };
 }
-int runGpus(const kvscope::cli::Args& args) {
-    return list(args, kvscope::gpuPresets());
+kvscope::cli::Runner setupGpus(CLI::App&) {
+    return [] { return list(kvscope::gpuPresets()); };
 }
 
 } // namespace
 
-KVSCOPE_CLI_COMMAND({"models", "models", "List the bundled model presets", &runModels});
-KVSCOPE_CLI_COMMAND({"gpus", "gpus", "List the bundled GPU presets (datasheet figures)", &runGpus});
+KVSCOPE_CLI_COMMAND({"models", "List the bundled model presets", &setupModels});
+KVSCOPE_CLI_COMMAND({"gpus", "List the bundled GPU presets (datasheet figures)", &setupGpus});

@@ -1,12 +1,13 @@
 // kvscope-cli sweep: the size numbers over TP ∈ {1, 2, 4, …} and every valid h_kv.
-#include "args.h"
 #include "command.h"
 #include "core/format.h"
 #include "core/step.h"
+#include "options.h"
 #include "size_flags.h"
 
 #include <iomanip>
 #include <iostream>
+#include <memory>
 
 namespace {
 
@@ -19,53 +20,28 @@ std::string csvField(const std::string& s) {
     return out + "\"";
 }
 
-int runSweep(const kvscope::cli::Args& args) {
-    std::vector<std::string> rest;
-    std::int64_t maxTp = 0;
-    std::vector<std::int64_t> batches; // --batch 1,2,4,...: the decode-step table instead
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        if (args[i] == "--max-tp" && i + 1 < args.size()) {
-            kvscope::cli::ArgParser p({"--max-tp"}, {});
-            p.parse({args[i], args[i + 1]});
-            auto v = p.integer("--max-tp");
-            if (!p.ok())
-                return kvscope::cli::fail(p.error());
-            if (!v || *v < 1 || *v > kvscope::kMaxTp)
-                return kvscope::cli::fail("--max-tp: must be between 1 and " +
-                                          std::to_string(kvscope::kMaxTp));
-            maxTp = *v;
-            ++i;
-        } else if (args[i] == "--batch" && i + 1 < args.size()) {
-            std::string list = args[++i];
-            for (std::size_t at = 0; at <= list.size();) {
-                const std::size_t comma = std::min(list.find(',', at), list.size());
-                kvscope::cli::ArgParser p({"--batch"}, {});
-                p.parse({"--batch", list.substr(at, comma - at)});
-                auto v = p.integer("--batch");
-                if (!p.ok() || !v || *v < 1 || *v > kvscope::kMaxBatch)
-                    return kvscope::cli::fail("--batch: must be a comma-separated list of "
-                                              "positive integers up to " +
-                                              kvscope::withCommas(kvscope::kMaxBatch));
-                batches.push_back(*v);
-                at = comma + 1;
-            }
-        } else {
-            rest.push_back(args[i]);
-        }
-    }
-    auto in = kvscope::cli::parseSizeFlags(rest, {"--csv"});
+struct SweepArgs {
+    kvscope::FieldTexts texts;
+    std::int64_t maxTp = 0;            ///< 0: min(query heads, 64)
+    std::vector<std::int64_t> batches; ///< --batch 1,2,4,...: the decode-step table instead
+    bool csv = false;
+};
+
+int runSweep(const SweepArgs& a) {
+    auto in = kvscope::cli::resolveSizeInputs(a.texts);
     if (!in.ok())
         return kvscope::cli::fail(in.error().message());
-    if (!batches.empty()) {
+    if (!a.batches.empty()) {
         std::cout << kvscope::stepTable(
             in->model, in->gpu, in->deployment,
-            kvscope::stepSweep(in->model, in->gpu, in->deployment, batches), in->csv);
+            kvscope::stepSweep(in->model, in->gpu, in->deployment, a.batches), a.csv);
         return 0;
     }
+    std::int64_t maxTp = a.maxTp;
     if (maxTp == 0)
         maxTp = std::min<std::int64_t>(in->model.qHeads.value, 64);
     const auto rows = kvscope::sweep(in->model, in->gpu, in->deployment, maxTp);
-    if (in->csv) {
+    if (a.csv) {
         std::cout << "tp,variant,kv_heads,kv_heads_per_rank,kv_replicated,cell_bytes_per_token,"
                      "cell_bytes_per_token_per_rank,pool_bytes_per_rank,tokens_capacity,"
                      "max_concurrency,intensity_flop_per_byte,attainable_fraction_of_peak,"
@@ -117,10 +93,53 @@ int runSweep(const kvscope::cli::Args& args) {
     return 0;
 }
 
+kvscope::cli::Runner setupSweep(CLI::App& app) {
+    auto a = std::make_shared<SweepArgs>();
+    // Every size option but --batch, which sweep takes as a list.
+    kvscope::cli::addFieldOptions(app, a->texts,
+                                  [](const kvscope::Field& f) { return f.key != "batch"; });
+    app.add_option("--batch", a->batches,
+                   "Batch sizes: print the decode step at --tp for every h_kv and batch")
+        ->type_name("B,B,...")
+        ->delimiter(',')
+        ->check(CLI::Validator(
+            [](std::string& v) -> std::string {
+                std::size_t used = 0;
+                long long n = 0;
+                try {
+                    n = std::stoll(v, &used);
+                } catch (const std::exception&) {
+                    used = 0;
+                }
+                if (used == 0 || used != v.size() || n < 1 || n > kvscope::kMaxBatch)
+                    return "must be a comma-separated list of positive integers up to " +
+                           kvscope::withCommas(kvscope::kMaxBatch);
+                return {};
+            },
+            std::string()));
+    app.add_option("--max-tp", a->maxTp, "Largest TP size to sweep (default: min(heads, 64))")
+        ->type_name("N")
+        ->check(CLI::Validator(
+            [](std::string& v) -> std::string {
+                std::size_t used = 0;
+                long long n = 0;
+                try {
+                    n = std::stoll(v, &used);
+                } catch (const std::exception&) {
+                    used = 0;
+                }
+                if (used == 0 || used != v.size() || n < 1 || n > kvscope::kMaxTp)
+                    return "must be between 1 and " + std::to_string(kvscope::kMaxTp);
+                return {};
+            },
+            std::string()));
+    app.add_flag("--csv", a->csv, "Print CSV, one row per (TP, variant)");
+    return [a] { return runSweep(*a); };
+}
+
 } // namespace
 
-KVSCOPE_CLI_COMMAND(
-    {"sweep", "sweep --model <id|path> [size flags] [--max-tp N] [--batch 1,2,4,...] [--csv]",
-     "The size numbers over TP = 1, 2, 4, ... and every valid h_kv; with --batch, "
-     "the decode step at --tp for every h_kv and batch",
-     &runSweep});
+KVSCOPE_CLI_COMMAND({"sweep",
+                     "The size numbers over TP = 1, 2, 4, ... and every valid h_kv; with --batch, "
+                     "the decode step at --tp for every h_kv and batch",
+                     &setupSweep});

@@ -2,22 +2,24 @@
 // registers itself with KVSCOPE_CLI_COMMAND, so adding one never touches a shared file.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <functional>
 #include <string>
 #include <vector>
 
 namespace kvscope::cli {
 
-/// Arguments after the sub-command name, e.g. {"--model", "llama-3-70b", "--tp", "8"}.
-using Args = std::vector<std::string>;
+/// What runs once the command line parsed; returns the exit status.
+using Runner = std::function<int()>;
 
 /// Exit status conventions: 0 success, 1 a check failed (e.g. --self-check mismatch),
 /// 2 invalid input / unusable environment (with exactly one "error: ..." line on stderr).
 struct Command {
     std::string name;
-    std::string usage;   ///< one usage line, shown by `kvscope-cli help`
-    std::string summary; ///< one sentence
-    std::function<int(const Args&)> run;
+    std::string summary; ///< one sentence, shown by `kvscope-cli --help`
+    /// Declares the command's options on its CLI11 sub-app (which gives it --help) and returns
+    /// what runs after a successful parse.
+    std::function<Runner(CLI::App&)> setup;
 };
 
 std::vector<Command>& registry();
@@ -30,7 +32,7 @@ struct Registrar {
 
 #define KVSCOPE_CLI_CONCAT2(a, b) a##b
 #define KVSCOPE_CLI_CONCAT(a, b) KVSCOPE_CLI_CONCAT2(a, b)
-/// Usage: KVSCOPE_CLI_COMMAND({"size", "size --model M ...", "Size a deployment", &runSize});
+/// Usage: KVSCOPE_CLI_COMMAND({"size", "Size a deployment", &setupSize});
 #define KVSCOPE_CLI_COMMAND(...)                                                                   \
     static const ::kvscope::cli::Registrar KVSCOPE_CLI_CONCAT(kvscopeCliRegistrar_, __LINE__) {    \
         ::kvscope::cli::Command __VA_ARGS__                                                        \

@@ -1,35 +1,34 @@
-// The `kvscope-cli size` flags, shared by `size`, `sweep` and `compare --a/--b`.
+// The deployment options shared by `size`, `sweep` and `compare --a/--b`: every schema field
+// (core/schema.h), resolved into a model, a GPU and a validated deployment.
 #pragma once
 
 #include "core/gpu.h"
 #include "core/law.h"
 #include "core/model.h"
 #include "core/result.h"
+#include "core/schema.h"
+#include "core/session.h"
 
-#include <set>
+#include <CLI/CLI.hpp>
 #include <string>
-#include <vector>
 
 namespace kvscope::cli {
 
 struct SizeInputs {
+    Session session; ///< the state as named (what --save-session writes)
     ModelSpec model;
     GpuSpec gpu;
     Deployment deployment;
-    bool json = false;
-    bool csv = false;
 };
 
-/// Value flags of `size`: --model --tp --dcp --h-kv --kv-dtype --weight-dtype --context --batch
-/// --gpu --gpu-mem-util --pool-model --pool-gib --max-num-batched-tokens --block-size.
-const std::set<std::string>& sizeValueFlags();
+/// Adds every schema field to `app`; the values given land in `texts`.
+void addSizeOptions(CLI::App& app, FieldTexts& texts);
 
-/// Parses the size flags (plus `extraSwitches`, e.g. --json, --csv) into model, GPU and
-/// deployment. Errors name the flag or the config field.
-Result<SizeInputs> parseSizeFlags(const std::vector<std::string>& args,
-                                  const std::set<std::string>& extraSwitches = {"--json"});
+/// The session the values describe (defaults: kDefaultModelId on kDefaultGpuId), its model
+/// and GPU loaded and the deployment validated. Errors name the flag or the config field.
+Result<SizeInputs> resolveSizeInputs(const FieldTexts& texts);
 
-/// Splits a flag string ("--model llama-3-8b --tp 2") into words; quotes group words.
-std::vector<std::string> splitWords(const std::string& text);
+/// Parses and resolves a quoted flag string ("--model llama-3-8b --tp 2").
+Result<SizeInputs> parseSizeLine(const std::string& line);
 
 } // namespace kvscope::cli

@@ -1,6 +1,7 @@
 // kvscope: the desktop app. `kvscope --screenshot FILE.png` and `kvscope --bench-ui` run
 // offscreen and exit; the state flags (--model --gpu --tp --h-kv ...) work for both and for a
 // normal start.
+#include "core/version.h"
 #include "ui/benchui.h"
 #include "ui/features.h"
 #include "ui/mainwindow.h"
@@ -23,6 +24,9 @@ int main(int argc, char** argv) {
     for (int i = 1; i < argc; ++i)
         if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
             std::fputs(kvscope::ui::startupUsage().toUtf8().constData(), stdout);
+            return 0;
+        } else if (std::strcmp(argv[i], "--version") == 0) {
+            std::printf("kvscope %s\n", kvscope::kVersion);
             return 0;
         }
     if (headless && !std::getenv("QT_QPA_PLATFORM"))
