@@ -70,6 +70,31 @@ StepCounts countStep(const StepShape& s) {
     return c;
 }
 
+std::string stepTable(const std::vector<StepMeasurement>& steps) {
+    std::string out;
+    char buf[320];
+    std::snprintf(buf, sizeof buf, "%6s %10s %12s %9s %9s %9s %10s %8s %10s %8s  %s\n", "B",
+                  "ms/step", "ms x L/layers", "GB", "GFLOP", "GB/s", "GFLOP/s", "% roof", "bound",
+                  "copies", "note");
+    out += buf;
+    for (const StepMeasurement& m : steps) {
+        if (!m.ok) {
+            std::snprintf(buf, sizeof buf, "%6lld  FAIL: %s\n", (long long)m.shape.batch,
+                          m.error.c_str());
+            out += buf;
+            continue;
+        }
+        std::snprintf(
+            buf, sizeof buf, "%6lld %10.3f %12.2f %9.3f %9.2f %9.1f %10.1f %7.1f%% %10s %8d  %s\n",
+            (long long)m.shape.batch, m.medianSeconds * 1e3, m.scaledSeconds() * 1e3,
+            m.counts.bytes / 1e9, m.counts.flops / 1e9, m.bytesPerSecond / 1e9,
+            m.flopPerSecond / 1e9, 100 * m.fractionOfRoof, m.computeBound ? "compute" : "memory",
+            m.weightSets, m.aboveRoof ? "ABOVE ROOF (>3%): counts or ceilings wrong" : "");
+        out += buf;
+    }
+    return out;
+}
+
 std::unique_ptr<StepBackend> makeStepBackend(const std::string& name, std::string* error) {
     if (name == "cpu")
         return detail::makeCpuStepBackend();

@@ -108,6 +108,11 @@ public:
 /// device answers.
 std::unique_ptr<StepBackend> makeStepBackend(const std::string& name, std::string* error);
 
+/// The step table of `measure --step`: per point the measured time of the scaled stack and
+/// scaled to the model's layers, counted GB and GFLOP, achieved GB/s and GFLOP/s, % of the
+/// roof, the binding term, and a flag on a point more than kCeilingTolerance above its roof.
+std::string stepTable(const std::vector<StepMeasurement>& steps);
+
 /// Relative error bound of the stack (bf16 weights and activations, fp32 accumulation): 2e-2.
 constexpr double kStepErrorBound = 2e-2;
 

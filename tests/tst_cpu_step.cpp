@@ -1,6 +1,7 @@
 // The CPU step backend: a scaled decode step (norms, QKV, attention over the cache, O, MLP) on
 // fresh random inputs against the fp64 reference, the counts against a real model's layer, the
 // error values, and a timed point that must stay under its roof.
+#include "gpu/measurement_json.h"
 #include "gpu/step.h"
 
 #include <QtTest>
@@ -108,6 +109,51 @@ private Q_SLOTS:
         QVERIFY(backend->supports(s).find("batch") != std::string::npos);
         QVERIFY(!makeStepBackend("tpu", &err));
         QVERIFY(err.find("tpu") != std::string::npos);
+    }
+
+    void jsonRoundTrip() {
+        MeasurementSet set;
+        set.backend = "cpu";
+        set.device = "test";
+        set.ceilings.ok = true;
+        set.ceilings.readBytesPerSecond = 2e10;
+        set.ceilings.peakFlopPerSecond["bf16"] = 1e11;
+        // A file without steps (as older versions wrote) loads with none.
+        MeasurementSet back;
+        std::string err;
+        QVERIFY2(fromJson(toJson(set), &back, &err), err.c_str());
+        QVERIFY(back.steps.empty());
+        StepMeasurement m;
+        m.shape = llama3_8b(16, 4096);
+        m.counts = countStep(m.shape);
+        m.medianSeconds = 0.25;
+        m.minSeconds = 0.24;
+        m.maxSeconds = 0.3;
+        m.roofSeconds = 0.05;
+        m.readCeiling = 2e10;
+        m.peak = 1e11;
+        m.computeBound = true;
+        m.kernel = "cpu-step-bf16dot";
+        m.ok = true;
+        set.steps.push_back(m);
+        QVERIFY2(fromJson(toJson(set), &back, &err), err.c_str());
+        QCOMPARE(back.steps.size(), std::size_t(1));
+        const StepMeasurement& b = back.steps[0];
+        QCOMPARE(b.shape.hidden, 4096);
+        QCOMPARE(b.shape.intermediate, 14336);
+        QCOMPARE(b.shape.modelLayers, 32);
+        QCOMPARE(b.medianSeconds, 0.25);
+        QCOMPARE(b.counts.bytes, m.counts.bytes);
+        QCOMPARE(b.fractionOfRoof, 0.2);
+        QVERIFY(b.computeBound);
+        QCOMPARE(b.scaledSeconds(), 0.25 * 32 / 2);
+        // A broken field is named.
+        std::string text = toJson(set);
+        const auto at = text.find("\"median_s\": 0.25");
+        QVERIFY(at != std::string::npos);
+        text.replace(at, 16, "\"median_s\": -1.0");
+        QVERIFY(!fromJson(text, &back, &err));
+        QVERIFY2(err.find("steps[0].median_s") != std::string::npos, err.c_str());
     }
 
     void timedPointUnderRoof() {
