@@ -10,6 +10,7 @@
 #include "gpu/measure_table.h"
 #include "gpu/measurement_json.h"
 #include "gpu/measureplan.h"
+#include "gpu/step.h"
 
 #include <algorithm>
 #include <array>
@@ -92,10 +93,85 @@ std::string pad(std::string s, std::size_t w, bool right = true) {
     return right ? std::string(w - s.size(), ' ') + s : s + std::string(w - s.size(), ' ');
 }
 
+/// `measure --step`: the whole decode step of a scaled layer stack of the model (its real
+/// per-rank shapes) at each batch of `--batch 1,4,16`, against the step roof.
+int runStepMeasure(const ArgParser& ap, const std::string& backendName, std::int64_t tpSize,
+                   std::int64_t context, gpu::KvDtype dtype) {
+    const auto modelId = ap.value("--model");
+    if (!modelId)
+        return fail("--model: required (a preset id or a config.json path)");
+    std::vector<std::int64_t> batches;
+    {
+        const std::string list = ap.value("--batch").value_or("1,4,16");
+        std::size_t at = 0;
+        while (at <= list.size()) {
+            const std::size_t comma = std::min(list.find(',', at), list.size());
+            const std::string item = list.substr(at, comma - at);
+            std::size_t used = 0;
+            long long b = 0;
+            try {
+                b = std::stoll(item, &used);
+            } catch (...) {
+                used = 0;
+            }
+            if (item.empty() || used != item.size() || b < 1 || b > kMaxBatch)
+                return fail("--batch: with --step, a comma-separated list of batch sizes between "
+                            "1 and " +
+                            std::to_string(kMaxBatch) + ", got '" + list + "'");
+            batches.push_back(b);
+            at = comma + 1;
+        }
+    }
+    auto loaded = loadModel(*modelId);
+    if (!loaded.ok())
+        return fail(loaded.error().message());
+    const ModelSpec& m = loaded.value();
+    std::string why;
+    auto backend = gpu::makeStepBackend(backendName, &why);
+    if (!backend)
+        return fail(why);
+    std::vector<gpu::StepShape> shapes;
+    for (std::int64_t b : batches) {
+        const PlannedStep p = planStep(m, tpSize, context, b, dtype);
+        if (!p.skip.empty())
+            return fail("--step: " + m.name + ": " + p.skip);
+        if (auto e = backend->supports(p.shape); !e.empty())
+            return fail("--step: " + e);
+        shapes.push_back(p.shape);
+    }
+    const auto devices = backend->devices();
+    gpu::MeasurementSet set;
+    set.backend = backendName;
+    set.device = devices.empty() ? backendName : devices.front().name;
+    set.model = m.name;
+    set.ceilings = backend->measureCeilings();
+    if (!set.ceilings.ok)
+        return fail("ceilings: " + set.ceilings.error);
+    std::cout << "backend " << backendName << " on " << set.device << ", model " << m.name
+              << " at TP=" << tpSize << ", decode step of " << shapes.front().layers << " of "
+              << shapes.front().modelLayers << " layers (scaled), S=" << context << "\n"
+              << gpu::formatCeilings(set.ceilings, gpu::KvDtype::Bf16) << "\n";
+    int failures = 0;
+    for (const gpu::StepShape& s : shapes) {
+        gpu::StepMeasurement r = backend->measureStep(s);
+        failures += !r.ok;
+        set.steps.push_back(r);
+        std::cout << "  " << gpu::describe(s) << "  " << r.kernel << "\n" << std::flush;
+    }
+    std::cout << gpu::stepTable(set.steps);
+    if (auto path = ap.value("--json")) {
+        std::string err;
+        if (!gpu::saveMeasurementJson(set, *path, &err))
+            return fail("--json: " + err);
+        std::cout << "wrote " << *path << "\n";
+    }
+    return failures ? 1 : 0;
+}
+
 int runMeasure(const Args& args) {
     ArgParser ap(
         {"--backend", "--model", "--tp", "--context", "--batch", "--kv-dtype", "--sweep", "--json"},
-        {"--self-check"});
+        {"--self-check", "--step"});
     if (!ap.parse(args))
         return fail(ap.error());
     if (!ap.positional().empty())
@@ -106,6 +182,21 @@ int runMeasure(const Args& args) {
     const bool selfCheckOnly = ap.has("--self-check");
     const auto tp = ap.integer("--tp");
     const auto contextFlag = ap.integer("--context");
+    if (ap.has("--step")) {
+        const auto dt = gpu::parseDtype(ap.value("--kv-dtype").value_or("bf16"));
+        if (!ap.ok())
+            return fail(ap.error());
+        if (!dt)
+            return fail("--kv-dtype: unknown '" + ap.value("--kv-dtype").value_or("") +
+                        "' (bf16, fp16, fp8_e4m3 or fp32)");
+        const std::int64_t t = tp.value_or(1), s = contextFlag.value_or(4096);
+        if (t < 1 || t > kMaxTp)
+            return fail("--tp: must be between 1 and " + std::to_string(kMaxTp));
+        if (s < 1 || s > kMaxContext)
+            return fail("--context: must be between 1 and " + std::to_string(kMaxContext) +
+                        " tokens");
+        return runStepMeasure(ap, backendName, t, s, *dt);
+    }
     const auto batchFlag = ap.integer("--batch");
     if (!ap.ok())
         return fail(ap.error());
@@ -264,7 +355,8 @@ int runMeasure(const Args& args) {
 
 KVSCOPE_CLI_COMMAND({"measure",
                      "measure --backend cpu|cuda --model M [--tp N] [--context S] [--batch B] "
-                     "[--kv-dtype D] [--sweep variants|context|batch] [--json FILE] [--self-check]",
+                     "[--kv-dtype D] [--sweep variants|context|batch] [--json FILE] [--self-check] "
+                     "[--step [--batch 1,4,16]]",
                      "Time decode attention of a model's variants against the measured ceilings",
                      &runMeasure});
 
