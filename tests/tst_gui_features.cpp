@@ -503,6 +503,18 @@ private Q_SLOTS:
             QCOMPARE(sh.qHeads, std::int64_t(8)); // 64 query heads over TP=8
             QCOMPARE(sh.context, std::int64_t(8192));
         }
+        // On a CPU the sweep ends with a short step sweep of the model's per-rank layer:
+        // hidden 8192, 64/8 query and 8/8 KV heads, MLP 28672/8, 80 layers.
+        if (!gpu::cudaCompiledIn()) {
+            QCOMPARE(job.steps.size(), std::size_t(3));
+            for (const auto& st : job.steps) {
+                QCOMPARE(st.hidden, std::int64_t(8192));
+                QCOMPARE(st.qHeads, std::int64_t(8));
+                QCOMPARE(st.kvHeads, std::int64_t(1));
+                QCOMPARE(st.intermediate, std::int64_t(3584));
+                QCOMPARE(st.modelLayers, std::int64_t(80));
+            }
+        }
     }
 };
 
