@@ -53,6 +53,9 @@ private Q_SLOTS:
         QTest::newRow("mqa fp8 plain d200 B1 S1030")
             << tiny(200, 4, 1, 64, 200, false, 1, 1030, KvDtype::Fp8E4m3);
         QTest::newRow("gqa-1 fp16 B6 S1") << tiny(128, 2, 1, 64, 256, true, 6, 1, KvDtype::Fp16);
+        // Inner widths past one 1024-wide K chunk of the GEMM, the last chunk masked.
+        QTest::newRow("gqa-2 d1100 w1300 bf16 B5 S64")
+            << tiny(1100, 4, 2, 64, 1300, true, 5, 64, KvDtype::Bf16);
         QTest::newRow("gqa-2 d_h256 bf16 B8 S600")
             << tiny(512, 4, 2, 256, 352, true, 8, 600, KvDtype::Bf16);
     }
