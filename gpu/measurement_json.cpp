@@ -269,6 +269,89 @@ bool readPoint(const json& p, const std::string& path, Reader& r, Measurement* m
     return true;
 }
 
+json stepToJson(const StepMeasurement& m) {
+    const StepShape& s = m.shape;
+    json p;
+    p["layers"] = s.layers;
+    p["model_layers"] = s.modelLayers;
+    p["hidden"] = s.hidden;
+    p["q_heads"] = s.qHeads;
+    p["kv_heads"] = s.kvHeads;
+    p["head_dim"] = s.headDim;
+    p["intermediate"] = s.intermediate;
+    p["gated"] = s.gated;
+    p["batch"] = s.batch;
+    p["context"] = s.context;
+    p["kv_dtype"] = std::string(dtypeName(s.kvDtype));
+    p["kernel"] = m.kernel;
+    p["min_s"] = m.minSeconds;
+    p["median_s"] = m.medianSeconds;
+    p["max_s"] = m.maxSeconds;
+    p["repeats"] = m.repeats;
+    p["weight_bytes"] = m.counts.weightBytes;
+    p["kv_bytes"] = m.counts.kvBytes;
+    p["activation_bytes"] = m.counts.activationBytes;
+    p["bytes"] = m.counts.bytes;
+    p["gemm_flops"] = m.counts.gemmFlops;
+    p["attention_flops"] = m.counts.attentionFlops;
+    p["flops"] = m.counts.flops;
+    p["read_ceiling_bytes_per_s"] = m.readCeiling;
+    p["peak_flop_per_s"] = m.peak;
+    p["roof_s"] = m.roofSeconds;
+    p["fraction_of_roof"] = m.fractionOfRoof;
+    p["bound"] = m.computeBound ? "compute" : "memory";
+    p["above_roof"] = m.aboveRoof;
+    p["weight_sets"] = m.weightSets;
+    p["resident_bytes"] = m.residentBytes;
+    p["scaled_s"] = m.scaledSeconds();
+    return p;
+}
+
+/// One element of "steps"; path is "steps[i].".
+bool readStep(const json& p, const std::string& path, Reader& r, StepMeasurement* m) {
+    StepShape& s = m->shape;
+    std::string dtype;
+    if (!r.integer(p, path, "layers", &s.layers) ||
+        !r.integer(p, path, "model_layers", &s.modelLayers) ||
+        !r.integer(p, path, "hidden", &s.hidden) || !r.integer(p, path, "q_heads", &s.qHeads) ||
+        !r.integer(p, path, "kv_heads", &s.kvHeads) ||
+        !r.integer(p, path, "head_dim", &s.headDim) ||
+        !r.integer(p, path, "intermediate", &s.intermediate) ||
+        !r.integer(p, path, "batch", &s.batch) || !r.integer(p, path, "context", &s.context) ||
+        !r.string(p, path, "kv_dtype", &dtype))
+        return false;
+    if (auto it = p.find("gated"); it != p.end()) {
+        if (!it->is_boolean())
+            return r.fail(path + "gated", "must be true or false");
+        s.gated = it->get<bool>();
+    }
+    auto dt = parseDtype(dtype);
+    if (!dt)
+        return r.fail(path + "kv_dtype", "unknown dtype \"" + dtype + "\"");
+    s.kvDtype = *dt;
+    if (auto e = validateStepShape(s); !e.empty())
+        return r.fail(path.substr(0, path.size() - 1), e);
+    if (!r.number(p, path, "median_s", &m->medianSeconds, true) ||
+        !r.number(p, path, "roof_s", &m->roofSeconds, true))
+        return false;
+    m->minSeconds = m->maxSeconds = m->medianSeconds;
+    if (!optionalNumber(p, path, "min_s", r, &m->minSeconds) ||
+        !optionalNumber(p, path, "max_s", r, &m->maxSeconds) ||
+        !optionalNumber(p, path, "read_ceiling_bytes_per_s", r, &m->readCeiling) ||
+        !optionalNumber(p, path, "peak_flop_per_s", r, &m->peak) ||
+        !optionalNumber(p, path, "resident_bytes", r, &m->residentBytes))
+        return false;
+    m->kernel = optionalString(p, "kernel");
+    m->counts = countStep(s);
+    m->bytesPerSecond = m->counts.bytes / m->medianSeconds;
+    m->flopPerSecond = m->counts.flops / m->medianSeconds;
+    m->fractionOfRoof = m->roofSeconds / m->medianSeconds;
+    m->computeBound = optionalString(p, "bound") == "compute";
+    m->aboveRoof = m->fractionOfRoof > 1.0 + kCeilingTolerance;
+    m->ok = true;
+    return true;
+}
+
 } // namespace
 
 std::string toJson(const MeasurementSet& set) {
@@ -286,6 +369,13 @@ std::string toJson(const MeasurementSet& set) {
             points.push_back(p);
         }
     j["points"] = points;
+    if (!set.steps.empty()) {
+        json steps = json::array();
+        for (const StepMeasurement& m : set.steps)
+            if (m.ok)
+                steps.push_back(stepToJson(m));
+        j["steps"] = steps;
+    }
     return j.dump(2) + "\n";
 }
 
@@ -351,6 +441,20 @@ bool fromJson(const std::string& text, MeasurementSet* out, std::string* error) 
         if (!readPoint(p, path, r, &m))
             return false;
         set.points.push_back(std::move(m));
+    }
+    if (auto it = j.find("steps"); it != j.end()) {
+        if (!it->is_array())
+            return r.fail("steps", "must be an array");
+        for (std::size_t i = 0; i < it->size(); ++i) {
+            const json& p = (*it)[i];
+            const std::string path = "steps[" + std::to_string(i) + "].";
+            if (!p.is_object())
+                return r.fail("steps[" + std::to_string(i) + "]", "must be an object");
+            StepMeasurement m;
+            if (!readStep(p, path, r, &m))
+                return false;
+            set.steps.push_back(std::move(m));
+        }
     }
     *out = std::move(set);
     return true;

@@ -26,9 +26,18 @@
 //     measured right before and after the point), and "placement" (written, not read back):
 //     {"read_ceiling_bytes_per_s", "peak_flop_per_s", "roof_flop_per_s", "fraction_of_read",
 //     "fraction_of_roof", "bound": "memory" | "compute", "above_ceiling"}.
+//   "steps" (top level, optional: `measure --step`): whole decode steps of a scaled layer stack,
+//     [{"layers", "model_layers", "hidden", "q_heads", "kv_heads", "head_dim", "intermediate",
+//       "gated", "batch", "context", "kv_dtype", "kernel", "min_s", "median_s", "max_s",
+//       "repeats", "weight_bytes", "kv_bytes", "activation_bytes", "bytes", "gemm_flops",
+//       "attention_flops", "flops", "read_ceiling_bytes_per_s", "peak_flop_per_s", "roof_s",
+//       "fraction_of_roof", "bound", "above_roof", "weight_sets", "resident_bytes",
+//       "scaled_s" (median_s x model_layers / layers: written, not read back)}]. median_s is
+//     the time of `layers` layers; the counts are read back from the shape (countStep).
 #pragma once
 
 #include "gpu/backend.h"
+#include "gpu/step.h"
 
 #include <string>
 #include <vector>
@@ -42,6 +51,7 @@ struct MeasurementSet {
     std::string model;   ///< model id the points came from (may be empty)
     Ceilings ceilings;
     std::vector<Measurement> points;
+    std::vector<StepMeasurement> steps; ///< whole decode steps (empty in older files)
 };
 
 /// Serialises to the format above (pretty-printed, 2-space indent).

@@ -61,4 +61,30 @@ std::vector<PlannedShape> variantShapes(const ModelSpec& m, std::int64_t tp, std
     return out;
 }
 
+PlannedStep planStep(const ModelSpec& m, std::int64_t tp, std::int64_t context, std::int64_t batch,
+                     gpu::KvDtype dtype, std::int64_t layers) {
+    PlannedStep p;
+    const PlannedShape attn = naturalShape(m, tp, context, batch, dtype);
+    p.skip = attn.skip;
+    if (m.mla)
+        p.skip = "MLA: the step stack runs the GQA family only";
+    else if (m.routedExperts.value > 0)
+        p.skip = "mixture of experts: the step stack runs dense MLPs only";
+    const std::int64_t t = p.skip.empty() ? tp : 1;
+    gpu::StepShape& s = p.shape;
+    s.modelLayers = std::max<std::int64_t>(m.layers.value, 1);
+    s.layers = std::clamp<std::int64_t>(layers, 1, s.modelLayers);
+    s.hidden = m.hidden.value;
+    s.qHeads = attn.shape.qHeads;
+    s.kvHeads = attn.shape.kvHeads;
+    s.headDim = attn.shape.headDim;
+    // Column/row-parallel MLP: each rank holds intermediate / TP (vLLM MergedColumnParallelLinear).
+    s.intermediate = std::max<std::int64_t>(1, m.intermediate.value / t);
+    s.gated = m.gatedMlp.value;
+    s.batch = batch;
+    s.context = context;
+    s.kvDtype = dtype;
+    return p;
+}
+
 } // namespace kvscope

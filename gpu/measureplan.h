@@ -6,6 +6,7 @@
 
 #include "core/model.h"
 #include "gpu/backend.h"
+#include "gpu/step.h"
 
 #include <cstdint>
 #include <string>
@@ -33,5 +34,15 @@ PlannedShape naturalShape(const ModelSpec& m, std::int64_t tp, std::int64_t cont
 /// One shape per valid KV-head count of `m` (MHA … MQA), plus MLA for a latent model.
 std::vector<PlannedShape> variantShapes(const ModelSpec& m, std::int64_t tp, std::int64_t context,
                                         std::int64_t batch, gpu::KvDtype dtype);
+
+/// A scaled decode step of `m` per rank: `layers` layers of its real shapes (heads and MLP
+/// width / TP) with the model's own KV heads. Refused (skip set) for MLA (the step stack runs
+/// the GQA family) and MoE models (it runs dense MLPs), and for a TP the engines refuse.
+struct PlannedStep {
+    gpu::StepShape shape;
+    std::string skip;
+};
+PlannedStep planStep(const ModelSpec& m, std::int64_t tp, std::int64_t context, std::int64_t batch,
+                     gpu::KvDtype dtype, std::int64_t layers = 2);
 
 } // namespace kvscope

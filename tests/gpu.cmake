@@ -32,3 +32,11 @@ if(KVSCOPE_WITH_CUDA)
 else()
     message(STATUS "tst_cuda_backend: skipped (no CUDA backend in this build)")
 endif()
+
+# The whole decode step of a scaled layer stack on the CPU: fp64 reference, counts, one timed
+# point per batch against the roof (ceilings measured once, then around each point).
+kvscope_add_qtest(NAME tst_cpu_step
+                  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/tst_cpu_step.cpp
+                  LIBS kvscope_gpu
+                  LABELS gpu)
+set_tests_properties(tst_cpu_step PROPERTIES TIMEOUT 900)

@@ -9,6 +9,7 @@
 #include "ui/plan.h"
 #include "ui/presentation.h"
 #include "ui/rooflineplot.h"
+#include "ui/stepplot.h"
 #include "ui/story.h"
 
 #include <QAction>
@@ -514,6 +515,35 @@ private Q_SLOTS:
         QCOMPARE(w->rooflinePlot()->measuredPoints().size(), 1);
     }
 
+    void measuredStepsFromAFileReachTheStepPlot() {
+        auto w = makeWindow();
+        QVERIFY(w->loadModelRef(QStringLiteral("llama-3-8b")));
+        w->renderNow();
+        gpu::MeasurementSet set;
+        set.backend = "cpu";
+        set.device = "test CPU";
+        set.ceilings.ok = true;
+        set.ceilings.readBytesPerSecond = 1e10;
+        set.ceilings.peakFlopPerSecond["bf16"] = 1e11;
+        gpu::StepMeasurement m; // 2 of Llama-3-8B's 32 layers at B = 4: 60 ms
+        m.shape.modelLayers = 32;
+        m.shape.batch = 4;
+        m.medianSeconds = 0.06;
+        m.roofSeconds = 0.03;
+        m.ok = true;
+        set.steps.push_back(m);
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("steps.json"));
+        std::string err;
+        QVERIFY2(gpu::saveMeasurementJson(set, path.toStdString(), &err), err.c_str());
+        QString why;
+        QVERIFY2(features(*w)->measure()->loadJson(path, &why), qPrintable(why));
+        const auto& points = w->stepPlot()->measuredStepPoints();
+        QCOMPARE(points.size(), std::size_t(1));
+        QCOMPARE(points.front().msPerToken, 960.0); // 60 ms x 32 / 2
+        QVERIFY(points.front().tooltip.contains(QStringLiteral("50.0% of the step roof")));
+    }
+
     void measureJobForTheWindow() {
         auto w = makeWindow();
         QVERIFY(w->loadModelRef(QStringLiteral("llama-3-70b")));
@@ -526,6 +556,18 @@ private Q_SLOTS:
         for (const auto& sh : job.shapes) {
             QCOMPARE(sh.qHeads, std::int64_t(8)); // 64 query heads over TP=8
             QCOMPARE(sh.context, std::int64_t(8192));
+        }
+        // On a CPU the sweep ends with a short step sweep of the model's per-rank layer:
+        // hidden 8192, 64/8 query and 8/8 KV heads, MLP 28672/8, 80 layers.
+        if (!gpu::cudaCompiledIn()) {
+            QCOMPARE(job.steps.size(), std::size_t(3));
+            for (const auto& st : job.steps) {
+                QCOMPARE(st.hidden, std::int64_t(8192));
+                QCOMPARE(st.qHeads, std::int64_t(8));
+                QCOMPARE(st.kvHeads, std::int64_t(1));
+                QCOMPARE(st.intermediate, std::int64_t(3584));
+                QCOMPARE(st.modelLayers, std::int64_t(80));
+            }
         }
     }
 };

@@ -62,6 +62,41 @@ private Q_SLOTS:
         QCOMPARE(plot.graphCount(), 1 + 7);
     }
 
+    void measuredStepsOverlayScaled() {
+        const AppState s = state("llama-3-8b", "h200", 1, 16);
+        auto r = evaluate(s.model, s.gpu, s.deployment);
+        QVERIFY(r.ok());
+        StepPlot plot;
+        plot.resize(800, 500);
+        plot.setState(s, r.value());
+        const int curves = plot.graphCount();
+        // A measured step of 2 of Llama-3-8B's 32 layers: 50 ms -> 800 ms per token, and a
+        // point of another model (hidden 8192) that must not be drawn on this one.
+        gpu::StepMeasurement m;
+        m.shape.layers = 2;
+        m.shape.modelLayers = 32;
+        m.shape.hidden = 4096;
+        m.shape.batch = 16;
+        m.counts = gpu::countStep(m.shape);
+        m.medianSeconds = 0.05;
+        m.roofSeconds = 0.04;
+        m.fractionOfRoof = 0.8;
+        m.ok = true;
+        gpu::StepMeasurement other = m;
+        other.shape.hidden = 8192;
+        plot.setMeasuredSteps({m, other}, "test CPU");
+        QCOMPARE(plot.measuredStepPoints().size(), std::size_t(1));
+        const auto& p = plot.measuredStepPoints().front();
+        QCOMPARE(p.batch, qint64(16));
+        QCOMPARE(p.msPerToken, 800.0);
+        QCOMPARE(p.tokensPerSPerGpu, 20.0);
+        QVERIFY(p.tooltip.contains(QStringLiteral("80.0% of the step roof")));
+        QVERIFY(p.tooltip.contains(QStringLiteral("2 of 32 layers")));
+        QCOMPARE(plot.graphCount(), curves + 1);
+        plot.setMeasuredSteps({}, "");
+        QCOMPARE(plot.graphCount(), curves);
+    }
+
     void mlaModelLeadsWithTheLatent() {
         const AppState s = state("deepseek-v3", "h200", 8, 1);
         auto r = evaluate(s.model, s.gpu, s.deployment);

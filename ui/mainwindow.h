@@ -56,6 +56,7 @@ public:
     /// "strips", "numbers", "roofline", "capacity", "intensity".
     QWidget* viewWidget(const QString& name) const;
     RooflinePlot* rooflinePlot() const { return roofline_; }
+    StepPlot* stepPlot() const { return step_; }
     NumbersPanel* numbersPanel() const { return numbers_; }
     ControlsPanel* controlsPanel() const { return controls_; }
     KvStripsView* stripsView() const { return strips_; }

@@ -4,6 +4,7 @@
 #include "gpu/measureplan.h"
 #include "ui/mainwindow.h"
 #include "ui/rooflineplot.h"
+#include "ui/stepplot.h"
 
 #include <QHBoxLayout>
 #include <QLabel>
@@ -107,6 +108,15 @@ MeasureJob MeasureController::jobForCurrentState() const {
         job.shapes.push_back(p.shape);
         job.variants.push_back(p.variant);
     }
+    // A short step sweep on the CPU: 2 layers of the model's shapes at B = 1, 4, 16 and 4,096
+    // tokens (about 2 s per point after the stack is filled). Models the stack does not run
+    // (MLA, MoE) get none.
+    if (!cuda)
+        for (std::int64_t b : {1, 4, 16}) {
+            const PlannedStep p = planStep(st.model, st.deployment.tp, 4096, b, gpu::KvDtype::Bf16);
+            if (p.skip.empty())
+                job.steps.push_back(p.shape);
+        }
     return job;
 }
 
@@ -139,7 +149,9 @@ void MeasureController::start(const MeasureJob& job) {
         }
         const auto devices = backend->devices();
         set.device = devices.empty() ? job.backend : devices.front().name;
-        const double steps = static_cast<double>(job.shapes.size() + (job.ceilings ? 1 : 0));
+        const double steps =
+            static_cast<double>(job.shapes.size() + job.steps.size() + (job.ceilings ? 1 : 0) +
+                                (job.steps.empty() ? 0 : 1));
         double done = 0;
         int lastPermille = -1;
         auto hook = [&](double f, const std::string& what) {
@@ -188,9 +200,34 @@ void MeasureController::start(const MeasureJob& job) {
                 firstError = m.variant + ": " + m.error;
             done += 1;
         }
+        if (!job.steps.empty()) {
+            auto stepBackend = gpu::makeStepBackend(job.backend, &why);
+            if (stepBackend) {
+                // The step backend's own ceilings: its spot re-measurements need them.
+                if (stepBackend->measureCeilings(hook).ok) {
+                    done += 1;
+                    for (const gpu::StepShape& s : job.steps) {
+                        gpu::StepMeasurement m = stepBackend->measureStep(s, hook);
+                        if (run->cancel) {
+                            post([this, generation, set] {
+                                onDone(generation, set, false, QStringLiteral("cancelled"));
+                            });
+                            return;
+                        }
+                        if (m.ok)
+                            set.steps.push_back(m);
+                        else if (++failures == 1)
+                            firstError = "step " + gpu::describe(s) + ": " + m.error;
+                        done += 1;
+                    }
+                }
+            } else if (++failures == 1) {
+                firstError = why;
+            }
+        }
         const bool ok = failures == 0;
         const QString msg = ok ? QStringLiteral("%1 points measured on %2")
-                                     .arg(set.points.size())
+                                     .arg(set.points.size() + set.steps.size())
                                      .arg(q(set.device))
                                : QStringLiteral("%1 of %2 shapes failed; first: %3")
                                      .arg(failures)
@@ -229,7 +266,7 @@ void MeasureController::onDone(quint64 generation, const gpu::MeasurementSet& se
     running_ = false;
     run_.reset();
     strip_->hide();
-    if (!set.points.empty() || (ok && set.ceilings.ok))
+    if (!set.points.empty() || !set.steps.empty() || (ok && set.ceilings.ok))
         setResults(set);
     if (!ok)
         w_.showBanner(tr("Measure: %1").arg(message), message != QLatin1String("cancelled"));
@@ -245,6 +282,8 @@ void MeasureController::setResults(const gpu::MeasurementSet& set) {
         plot->setMeasuredPoints(measuredPoints(set_));
         plot->setMeasuredVisible(true);
     }
+    if (auto* plot = w_.stepPlot())
+        plot->setMeasuredSteps(set_.steps, set_.device.empty() ? set_.backend : set_.device);
 }
 
 bool MeasureController::loadJson(const QString& path, QString* error) {

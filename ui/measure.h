@@ -33,6 +33,8 @@ struct MeasureJob {
     std::vector<gpu::DecodeShape> shapes;
     std::vector<std::string> variants; ///< a label per shape ("GQA-8")
     bool ceilings = true;              ///< measure read bandwidth and peak first
+    /// Whole decode steps of a scaled layer stack, run after the kernel sweep (CPU only).
+    std::vector<gpu::StepShape> steps;
 };
 
 /// The measured layer as the roofline takes it (points with tooltips, ceilings for `dtype`).
@@ -53,9 +55,11 @@ public:
     void cancel();
     bool running() const { return running_; }
 
-    bool hasResults() const { return !set_.points.empty() || set_.ceilings.ok; }
+    bool hasResults() const {
+        return !set_.points.empty() || !set_.steps.empty() || set_.ceilings.ok;
+    }
     const gpu::MeasurementSet& results() const { return set_; }
-    /// Shows `set` on the roofline (replacing what was there).
+    /// Shows `set` on the roofline and its steps on the step plot (replacing what was there).
     void setResults(const gpu::MeasurementSet& set);
     bool loadJson(const QString& path, QString* error);
     bool saveJson(const QString& path, QString* error) const;

@@ -72,11 +72,51 @@ void StepPlot::setState(const AppState& s, const Report& current) {
                      ? 0
                      : current.kvHeads;
     maxConcurrency_ = current.maxConcurrency;
+    modelHidden_ = s.model.hidden.value;
+    modelLayers_ = s.model.layers.value;
+    collectMeasured();
     Deployment base = s.deployment;
     rows_ = stepSweep(s.model, s.gpu, base, batchGrid(s.deployment.batch));
     tenPercent_ = batchAtKvFraction(s.model, s.gpu, s.deployment, 0.10);
     rebuild();
     requestReplot();
+}
+
+void StepPlot::setMeasuredSteps(const std::vector<gpu::StepMeasurement>& steps,
+                                const std::string& device) {
+    steps_ = steps;
+    stepDevice_ = device;
+    collectMeasured();
+    rebuild();
+    requestReplot();
+}
+
+void StepPlot::collectMeasured() {
+    measured_.clear();
+    for (const gpu::StepMeasurement& m : steps_) {
+        if (!m.ok || m.medianSeconds <= 0 || m.shape.hidden != modelHidden_ ||
+            m.shape.modelLayers != modelLayers_)
+            continue;
+        MeasuredStepPoint p;
+        p.batch = m.shape.batch;
+        const double scaled = m.scaledSeconds();
+        p.msPerToken = scaled * 1e3;
+        p.tokensPerSPerGpu = static_cast<double>(m.shape.batch) / scaled;
+        p.tooltip =
+            tr("<b>measured</b> on %1 (%2)<br>%3<br>%4 ms for %5 of %6 layers, scaled: %7 ms "
+               "per token, %8 tokens/s<br>%9 GB, %10 GFLOP: %11 GB/s, %12 GFLOP/s<br>"
+               "<b>%13% of the step roof</b> (%14-bound on the measured ceilings: %15 GB/s "
+               "read, %16 GFLOP/s)")
+                .arg(q(stepDevice_), q(m.kernel), q(gpu::describe(m.shape)),
+                     q(fixed(m.medianSeconds * 1e3, 2)), QString::number(m.shape.layers),
+                     QString::number(m.shape.modelLayers), q(fixed(p.msPerToken, 1)),
+                     q(fixed(p.tokensPerSPerGpu, 2)), q(fixed(m.counts.bytes / 1e9, 3)))
+                .arg(q(fixed(m.counts.flops / 1e9, 2)), q(fixed(m.bytesPerSecond / 1e9, 1)),
+                     q(fixed(m.flopPerSecond / 1e9, 1)), q(fixed(100.0 * m.fractionOfRoof, 1)),
+                     m.computeBound ? QStringLiteral("compute") : QStringLiteral("memory"),
+                     q(fixed(m.readCeiling / 1e9, 1)), q(fixed(m.peak / 1e9, 1)));
+        measured_.push_back(p);
+    }
 }
 
 void StepPlot::setMode(Mode m) {
@@ -184,6 +224,11 @@ void StepPlot::rebuild() {
                 lo = std::min(lo, valueOf(*r.step));
                 hi = std::max(hi, valueOf(*r.step));
             }
+        for (const auto& p : measured_) {
+            const double v = mode_ == Mode::Throughput ? p.tokensPerSPerGpu : p.msPerToken;
+            lo = std::min(lo, v);
+            hi = std::max(hi, v);
+        }
         if (hi <= 0)
             return;
         // Tight around the curves (decade rounding would squash them into the bottom third),
@@ -223,6 +268,19 @@ void StepPlot::rebuild() {
                     g->setName(q(r.variant));
                     g->addData(static_cast<double>(r.batch), valueOf(*r.step));
                 }
+        }
+
+        // Measured steps (a few layers timed, scaled to the model's layer count).
+        if (!measured_.empty()) {
+            auto* g = addGraph();
+            g->setName(tr("measured on %1 (layers scaled)").arg(q(stepDevice_)));
+            g->setLineStyle(QCPGraph::lsNone);
+            const QColor c = textColor();
+            g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssTriangle, QPen(c, 2),
+                                               QBrush(warningColor(dk)), 11));
+            for (const auto& p : measured_)
+                g->addData(static_cast<double>(p.batch),
+                           mode_ == Mode::Throughput ? p.tokensPerSPerGpu : p.msPerToken);
         }
 
         shadePastPool(yAxis->range().lower, yAxis->range().upper);
@@ -280,6 +338,16 @@ void StepPlot::rebuild() {
 void StepPlot::mouseMoveEvent(QMouseEvent* e) {
     PlotWidget::mouseMoveEvent(e);
     const QPointF pos = e->position();
+    if (mode_ != Mode::Bytes)
+        for (const auto& p : measured_) {
+            const double y = mode_ == Mode::Throughput ? p.tokensPerSPerGpu : p.msPerToken;
+            const double px = xAxis->coordToPixel(static_cast<double>(p.batch));
+            const double py = yAxis->coordToPixel(y);
+            if (std::hypot(px - pos.x(), py - pos.y()) < 12) {
+                QToolTip::showText(e->globalPosition().toPoint(), p.tooltip, this);
+                return;
+            }
+        }
     for (const auto& r : rows_) {
         if (!r.step || (mode_ == Mode::Bytes && r.kvHeads != currentKv_))
             continue;

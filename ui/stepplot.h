@@ -3,9 +3,12 @@
 // current context and TP, with the current variant's KV share of the step's bytes and the batch
 // where it reaches 10% — past that point halving KV again buys at most 5%. A second mode stacks
 // the current variant's step bytes (weights, KV, activations) per batch. Every number comes from
-// core (computeDecodeStep through stepSweep / batchAtKvFraction).
+// core (computeDecodeStep through stepSweep / batchAtKvFraction). A measurement file with
+// whole-step points (`kvscope-cli measure --step`, Tools → Measure on a CPU) adds them as
+// points: the measured time of a few layers scaled to the model's layer count, labelled so.
 #pragma once
 
+#include "gpu/step.h"
 #include "ui/appstate.h"
 #include "ui/plotwidget.h"
 
@@ -25,6 +28,18 @@ public:
     void setState(const AppState& s, const kvscope::Report& current);
     void setMode(Mode m);
     Mode mode() const { return mode_; }
+    /// Measured steps to overlay (empty: none), from `device`; points of another model
+    /// (different hidden size or layer count) are not drawn.
+    void setMeasuredSteps(const std::vector<gpu::StepMeasurement>& steps,
+                          const std::string& device);
+    /// The overlay as drawn: batch, ms per output token (scaled to the model's layers).
+    struct MeasuredStepPoint {
+        std::int64_t batch = 0;
+        double msPerToken = 0;
+        double tokensPerSPerGpu = 0;
+        QString tooltip;
+    };
+    const std::vector<MeasuredStepPoint>& measuredStepPoints() const { return measured_; }
 
     // What the plot shows (for tests and tooltips).
     const std::vector<kvscope::StepSweepRow>& rows() const { return rows_; }
@@ -45,6 +60,11 @@ private:
     std::int64_t currentBatch_ = 1;
     std::int64_t maxConcurrency_ = 0; ///< of the current variant: batches past it do not fit
     std::string key_;                 ///< what rows_ were computed for
+    std::vector<gpu::StepMeasurement> steps_;
+    std::string stepDevice_;
+    std::vector<MeasuredStepPoint> measured_; ///< steps_ of the current model
+    std::int64_t modelHidden_ = 0, modelLayers_ = 0;
+    void collectMeasured();
     QCPTextElement* title_ = nullptr;
 };
 

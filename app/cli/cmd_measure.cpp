@@ -9,6 +9,7 @@
 #include "gpu/measure_table.h"
 #include "gpu/measurement_json.h"
 #include "gpu/measureplan.h"
+#include "gpu/step.h"
 #include "options.h"
 
 #include <algorithm>
@@ -98,12 +99,88 @@ struct MeasureArgs {
     std::string backend = "cpu", model, tp, context, batch, kvDtype = "bf16", sweep = "variants",
                 json;
     bool selfCheck = false;
+    bool step = false; ///< --step: the whole decode step; --batch is then a list
 };
 
 std::optional<std::int64_t> number(const std::string& text) {
     if (text.empty())
         return std::nullopt;
     return std::stoll(text); // the schema's validator checked it
+}
+
+/// `measure --step`: the whole decode step of a scaled layer stack of the model (its real
+/// per-rank shapes) at each batch of `--batch 1,4,16`, against the step roof.
+int runStepMeasure(const MeasureArgs& a, std::int64_t tpSize, std::int64_t context,
+                   gpu::KvDtype dtype) {
+    const std::string& backendName = a.backend;
+    if (a.model.empty())
+        return fail("--model: required (a preset id or a config.json path)");
+    std::vector<std::int64_t> batches;
+    {
+        const std::string list = a.batch.empty() ? "1,4,16" : a.batch;
+        std::size_t at = 0;
+        while (at <= list.size()) {
+            const std::size_t comma = std::min(list.find(',', at), list.size());
+            const std::string item = list.substr(at, comma - at);
+            std::size_t used = 0;
+            long long b = 0;
+            try {
+                b = std::stoll(item, &used);
+            } catch (...) {
+                used = 0;
+            }
+            if (item.empty() || used != item.size() || b < 1 || b > kMaxBatch)
+                return fail("--batch: with --step, a comma-separated list of batch sizes between "
+                            "1 and " +
+                            std::to_string(kMaxBatch) + ", got '" + list + "'");
+            batches.push_back(b);
+            at = comma + 1;
+        }
+    }
+    auto loaded = loadModel(a.model);
+    if (!loaded.ok())
+        return fail(loaded.error().message());
+    const ModelSpec& m = loaded.value();
+    std::string why;
+    auto backend = gpu::makeStepBackend(backendName, &why);
+    if (!backend)
+        return fail(why);
+    std::vector<gpu::StepShape> shapes;
+    for (std::int64_t b : batches) {
+        const PlannedStep p = planStep(m, tpSize, context, b, dtype);
+        if (!p.skip.empty())
+            return fail("--step: " + m.name + ": " + p.skip);
+        if (auto e = backend->supports(p.shape); !e.empty())
+            return fail("--step: " + e);
+        shapes.push_back(p.shape);
+    }
+    const auto devices = backend->devices();
+    gpu::MeasurementSet set;
+    set.backend = backendName;
+    set.device = devices.empty() ? backendName : devices.front().name;
+    set.model = m.name;
+    set.ceilings = backend->measureCeilings();
+    if (!set.ceilings.ok)
+        return fail("ceilings: " + set.ceilings.error);
+    std::cout << "backend " << backendName << " on " << set.device << ", model " << m.name
+              << " at TP=" << tpSize << ", decode step of " << shapes.front().layers << " of "
+              << shapes.front().modelLayers << " layers (scaled), S=" << context << "\n"
+              << gpu::formatCeilings(set.ceilings, gpu::KvDtype::Bf16) << "\n";
+    int failures = 0;
+    for (const gpu::StepShape& s : shapes) {
+        gpu::StepMeasurement r = backend->measureStep(s);
+        failures += !r.ok;
+        set.steps.push_back(r);
+        std::cout << "  " << gpu::describe(s) << "  " << r.kernel << "\n" << std::flush;
+    }
+    std::cout << gpu::stepTable(set.steps);
+    if (!a.json.empty()) {
+        std::string err;
+        if (!gpu::saveMeasurementJson(set, a.json, &err))
+            return fail("--json: " + err);
+        std::cout << "wrote " << a.json << "\n";
+    }
+    return failures ? 1 : 0;
 }
 
 int runMeasure(const MeasureArgs& a) {
@@ -113,6 +190,18 @@ int runMeasure(const MeasureArgs& a) {
     const bool selfCheckOnly = a.selfCheck;
     const auto tp = number(a.tp);
     const auto contextFlag = number(a.context);
+    if (a.step) {
+        const auto dt = gpu::parseDtype(a.kvDtype);
+        if (!dt)
+            return fail("--kv-dtype: unknown '" + a.kvDtype + "' (bf16, fp16, fp8_e4m3 or fp32)");
+        return runStepMeasure(a, tp.value_or(1), contextFlag.value_or(4096), *dt);
+    }
+    if (!a.batch.empty()) {
+        std::string text = a.batch;
+        if (auto why = fieldValidator(*findField("batch", FieldGroup::Deployment))(text);
+            !why.empty())
+            return fail("--batch: " + why);
+    }
     const auto batchFlag = number(a.batch);
     const std::int64_t tpSize = tp.value_or(1);
     if (tpSize < 1 || tpSize > kMaxTp)
@@ -282,7 +371,11 @@ Runner setupMeasure(CLI::App& app) {
     };
     schemaOption("tp", a->tp, "1");
     schemaOption("context", a->context, "cpu 4096, cuda 8192");
-    schemaOption("batch", a->batch, "cpu 1, cuda 16");
+    app.add_option("--batch", a->batch,
+                   findField("batch", FieldGroup::Deployment)->help +
+                       "; with --step, a comma-separated list")
+        ->type_name("N|LIST")
+        ->default_str("cpu 1, cuda 16; --step 1,4,16");
     app.add_option("--kv-dtype", a->kvDtype, "KV dtype the kernels read")
         ->type_name("bf16|fp16|fp8_e4m3|fp32")
         ->default_str("bf16");
@@ -294,6 +387,9 @@ Runner setupMeasure(CLI::App& app) {
     app.add_flag("--self-check", a->selfCheck,
                  "Check every kernel against the double-precision reference, no timing "
                  "(--model optional)");
+    app.add_flag("--step", a->step,
+                 "Time the whole decode step of a scaled layer stack of the model at each batch "
+                 "of --batch, against the step roof");
     return [a] { return runMeasure(*a); };
 }
 
