@@ -343,14 +343,14 @@ private Q_SLOTS:
         QCOMPARE(static_cast<std::int64_t>(kinds.size()), g.layers.value);
         QVERIFY(g.windowLayerCount() > 0); // Gemma-2 alternates sliding and full layers
         QCOMPARE(
-            static_cast<std::int64_t>(std::count(kinds.begin(), kinds.end(), LayerKind::Sliding)),
+            static_cast<std::int64_t>(std::count(kinds.begin(), kinds.end(), ui::LayerKind::Sliding)),
             g.windowLayerCount());
-        QVERIFY(std::count(kinds.begin(), kinds.end(), LayerKind::Full) > 0);
+        QVERIFY(std::count(kinds.begin(), kinds.end(), ui::LayerKind::Full) > 0);
         QVERIFY(w.loadModelRef(QStringLiteral("deepseek-v3")));
         w.renderNow();
         const auto& ds = w.layerRibbon()->kinds();
         QCOMPARE(static_cast<std::int64_t>(ds.size()), w.state().model.layers.value);
-        QVERIFY(std::all_of(ds.begin(), ds.end(), [](LayerKind k) { return k == LayerKind::Mla; }));
+        QVERIFY(std::all_of(ds.begin(), ds.end(), [](ui::LayerKind k) { return k == ui::LayerKind::Mla; }));
         QCOMPARE(w.layerRibbon()->mtpLayers(), w.state().model.mtpLayers.value);
         QVERIFY(w.layerRibbon()->mtpLayers() >= 1); // num_nextn_predict_layers = 1
     }

@@ -176,8 +176,10 @@ int runBenchSweep(const StartupOptions& o) {
 
     // Every preset, or only the --model one (profiling one model's drags).
     std::vector<std::string> ids;
-    if (o.model)
-        ids.push_back(o.model->toStdString());
+    const auto model = std::find_if(o.state.begin(), o.state.end(),
+                                    [](const auto& t) { return t.first->key == "model"; });
+    if (model != o.state.end())
+        ids.push_back(model->second);
     else
         for (const auto& preset : modelPresets())
             ids.push_back(preset.id);

@@ -37,8 +37,6 @@ StartupOptions parseStartup(const QStringList& arguments);
 bool applyStartup(MainWindow& w, const StartupOptions& o, QString* error);
 /// Renders the real window offscreen at the requested state and writes the PNG.
 int runScreenshot(const StartupOptions& o);
-/// Drives slider steps across models and controls; prints "update p50 X ms p99 Y ms" last.
-int runBenchUi(const StartupOptions& o);
 /// The usage text for --help (the state flags listed from the schema).
 QString startupUsage();
 
