@@ -193,7 +193,7 @@ private Q_SLOTS:
                 tip = t;
         }
         QVERIFY2(tip.contains(holds), qPrintable(tip));
-        QVERIFY2(tip.contains(q(withCommas(w.report().stepKvBytesPerRank))), qPrintable(tip));
+        QVERIFY2(tip.contains(q(withCommas(w.report().step.kvBytes))), qPrintable(tip));
         // At TP 8 every rank is drawn.
         s.deployment.tp = 8;
         QVERIFY(w.applyState(s));
