@@ -117,6 +117,40 @@ bool quantized(const EngineLog& log) {
     return !q.empty() && q != "None" && q != "none" && q != "auto";
 }
 
+bool nameHas(const std::string& name, std::initializer_list<const char*> tokens) {
+    std::string n = name;
+    std::transform(n.begin(), n.end(), n.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return std::any_of(tokens.begin(), tokens.end(),
+                       [&](const char* t) { return n.find(t) != std::string::npos; });
+}
+
+/// The weight format a quantized run loaded, read off the log, for a model whose config (the
+/// base model's, matched by name) declares no quantization of its own. nullopt: the log does not
+/// say enough. Rules (vLLM model_executor/layers/quantization):
+///  - CompressedTensorsW8A8Fp8 (compressed_tensors_w8a8_fp8.py; llm-compressor FP8_DYNAMIC:
+///    fp8 values, one fp32 scale per output channel) and quantization=fp8 (fp8.py) → fp8;
+///  - CompressedTensorsW8A8Int8 (compressed_tensors_w8a8_int8.py, per-channel scales) → int8;
+///  - GPTQ / gptq_marlin / AWQ with a 4-bit name ("w4a16", "int4", "4bit"; AWQ is 4-bit only)
+///    → int4, group 128, fp16 scales (the GPTQ/AWQ default group size);
+///  - quantization=mxfp4 → mxfp4.
+std::optional<WeightDtype> loggedWeightFormat(const EngineLog& log) {
+    const std::string method = log.linearMethod.value_or("");
+    const std::string q = log.quantization.value_or("");
+    if (method.find("W8A8Fp8") != std::string::npos ||
+        method.find("W8A16Fp8") != std::string::npos || q == "fp8")
+        return WeightDtype::FP8;
+    if (method.find("W8A8Int8") != std::string::npos)
+        return WeightDtype::INT8;
+    const bool gptq = method.rfind("GPTQ", 0) == 0 || q.rfind("gptq", 0) == 0;
+    const bool awq = method.rfind("AWQ", 0) == 0 || q.rfind("awq", 0) == 0;
+    if (awq || (gptq && nameHas(log.model, {"w4a16", "int4", "4bit", "4-bit"})))
+        return WeightDtype::INT4;
+    if (q == "mxfp4")
+        return WeightDtype::MXFP4;
+    return std::nullopt;
+}
+
 /// The deployment the log describes, for the logged release.
 Deployment deploymentFor(const EngineLog& log, const ModelSpec& model, const GpuSpec& gpu,
                          std::vector<std::string>& notes) {
@@ -204,9 +238,9 @@ void vllmMemoryTerms(LogExplanation& e) {
     e.terms.push_back(term("weights", "weights per rank", "B", double(pool.weightBytes),
                            asDouble(log.weightBytes), false,
                            e.usedLoggedWeights
-                               ? "the logged figure (quantized checkpoint)"
-                               : "parameters × bytes / TP; the engine also holds unsharded "
-                                 "pieces (padding, rotary caches, norms on every rank)"));
+                               ? "the logged figure"
+                               : "as loaded (core/weights.cpp), " + toString(e.report.weightDtype) +
+                                     "; shards / TP + replicated tensors + rotary cache"));
     e.terms.push_back(term("activation", "activation peak (torch peak increase)", "B",
                            double(pool.activationPeakBytes), asDouble(log.activationPeakBytes),
                            false, termNote(pool, "activation")));
@@ -416,6 +450,19 @@ Result<LogExplanation> explainEngineLog(const EngineLog& log, const ExplainOptio
         gpu.driverMemorySource = "free memory before weights in the log + CUDA context";
     }
     Deployment d = deploymentFor(log, model.value(), gpu, e.notes);
+    // A quantized checkpoint matched to its base model's config: size the weights in the format
+    // the log shows vLLM loading (core/weights.cpp), unless the config declares its own.
+    std::optional<WeightDtype> format;
+    if (quantized(log) && !model->weights.quant.present) {
+        format = loggedWeightFormat(log);
+        if (format) {
+            d.weightDtype = *format;
+            e.notes.push_back("weights sized as " + toString(*format) + " (" +
+                              log.linearMethod.value_or("quantization=" + *log.quantization) +
+                              " in the log) on the base model's config");
+        }
+    }
+    const bool formatKnown = !quantized(log) || model->weights.quant.present || format;
     auto report = evaluate(model.value(), gpu, d);
     if (!report.ok())
         return report.error();
@@ -427,11 +474,12 @@ Result<LogExplanation> explainEngineLog(const EngineLog& log, const ExplainOptio
     const double counted = double(e.report.weightBytesPerRank);
     const bool offCount = log.weightBytes && std::fabs(counted - double(*log.weightBytes)) >
                                                  0.05 * double(*log.weightBytes);
-    e.usedLoggedWeights = log.weightBytes && (opt.loggedWeights || quantized(log) || offCount);
+    e.usedLoggedWeights = log.weightBytes && (opt.loggedWeights || !formatKnown || offCount);
     if (e.usedLoggedWeights) {
-        e.marks.push_back(quantized(log) ? "weights: logged (" + *log.quantization + ")"
-                          : offCount     ? "weights: logged (kvscope counts " + gib(counted) + ")"
-                                         : std::string("weights: logged (--logged-weights)"));
+        e.marks.push_back(opt.loggedWeights ? std::string("weights: logged (--logged-weights)")
+                          : !formatKnown    ? "weights: logged (" + *log.quantization + ")"
+                          : offCount ? "weights: logged (kvscope counts " + gib(counted) + ")"
+                                     : std::string("weights: logged (--logged-weights)"));
         applyPool(e.report, model.value(), d, computePool(model.value(), gpu, d, *log.weightBytes));
     }
     if (model->windowLayerCount() > 0)

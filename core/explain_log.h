@@ -38,6 +38,9 @@ struct EngineLog {
     std::optional<std::string> kvCacheDtype; ///< "auto", "fp8", "fp8_e4m3", ...
     std::optional<std::string> dtype;        ///< "torch.bfloat16", "bfloat16", "auto"
     std::optional<std::string> quantization; ///< "fp8", "None", ...
+    /// The quantized linear method vLLM picked: "CompressedTensorsW8A8Fp8" ("Selected
+    /// CutlassFP8ScaledMMLinearKernel for CompressedTensorsW8A8Fp8"), "GPTQMarlinLinearMethod".
+    std::optional<std::string> linearMethod;
     std::optional<std::int64_t> maxModelLen; ///< vLLM max_seq_len / SGLang context_len
     std::optional<std::int64_t> maxNumBatchedTokens;
     std::optional<std::int64_t> blockSize;

@@ -339,6 +339,22 @@ void concurrency(ParseState& st, std::string_view l, std::size_t at) {
     if (auto q = after(l, "tokens per request:"))
         st.once(st.log.concurrency, numberAt(l, *q), "maximum concurrency");
 }
+/// "Selected CutlassFP8ScaledMMLinearKernel for CompressedTensorsW8A8Fp8", "Using
+/// MacheteLinearKernel for GPTQMarlinLinearMethod" (vLLM model_executor/layers/quantization):
+/// the identifier after "Kernel for ".
+void linearMethod(ParseState& st, std::string_view l, std::size_t) {
+    const std::size_t k = l.find("Kernel for ");
+    if (k == std::string_view::npos)
+        return;
+    const std::size_t at = k + 11;
+    std::size_t end = at;
+    while (end < l.size() && identChar(l[end]))
+        ++end;
+    if (end > at)
+        st.once(st.log.linearMethod,
+                std::optional<std::string>(std::string(l.substr(at, end - at))),
+                "quantized linear method");
+}
 void graphEstimate(ParseState& st, std::string_view l, std::size_t at) {
     setMemory(st, st.log.cudaGraphEstimateBytes, l, at, "estimated CUDA graph memory");
 }
@@ -426,6 +442,9 @@ const Pattern kPatterns[] = {
     {"the current vLLM instance can use", Marks::Vllm, v0Marker},
     {"Maximum concurrency for", Marks::Vllm, concurrency},
     {"Estimated CUDA graph memory:", Marks::Vllm, graphEstimate},
+    {" for CompressedTensors", Marks::None, linearMethod},
+    {" for GPTQ", Marks::None, linearMethod},
+    {" for AWQ", Marks::None, linearMethod},
     {"Graph capturing finished", Marks::None, graphCaptured},
     {"server_args=ServerArgs(", Marks::Sglang, sglangArgs},
     {"sglang version", Marks::Sglang, sglangVersion},

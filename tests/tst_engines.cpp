@@ -30,13 +30,14 @@ GpuSpec gpu(const char* id) {
     return loadGpu(id).value();
 }
 
-LogExplanation explain(const std::string& file) {
+LogExplanation explain(const std::string& file, const std::string& modelRef = {}) {
     auto log = loadEngineLog(kLogs + file);
     if (!log.ok())
         qFatal("%s", log.error().message().c_str());
     ExplainOptions opt;
-    opt.configDirs = {kData + "/configs-logged"};
+    opt.configDirs = {kData + "/configs-logged", kData + "/../fixtures/configs-2026"};
     opt.fileName = file;
+    opt.model = modelRef;
     auto e = explainEngineLog(log.value(), opt);
     if (!e.ok())
         qFatal("%s: %s", file.c_str(), e.error().message().c_str());
@@ -208,63 +209,112 @@ private Q_SLOTS:
         QVERIFY(std::fabs(budget->predicted - *budget->logged) < 0.01 * kGiB);
     }
 
-    // Every dense-attention log: the engine's token count within 5% (quantized checkpoints with
-    // the logged weights), and each logged pool term within 0.3 GiB.
+    // Every log kvscope can model: the engine's token count within the row's target, kvscope's
+    // own weights (quantized ones as loaded, core/weights.cpp) within 2% of "Model loading
+    // took", and each logged pool term within 0.3 GiB. Hybrid models go through vLLM's hybrid
+    // allocator (groups, shared page size, padding layers).
     void fixtureLogs_data() {
         QTest::addColumn<QString>("file");
         QTest::addColumn<QString>("engine");
+        QTest::addColumn<QString>("model"); // --model, for names no config matches
+        QTest::addColumn<double>("target"); // |tokens error|
+        // activation within 0.3 GiB, except gemma-2-2b: +0.32 GiB (vLLM's dummy sampler holds
+        // less than the 16 B per logit that apply_top_k_top_p's buffers add up to; not found).
+        QTest::addColumn<double>("activationGiB");
+        // weights within 2% of "Model loading took", except gpt-oss-20b: −2.6% (6.83 vs 7.01 GiB
+        // per rank; the triton_kernels mxfp4 layout holds more than weights.cpp's rule).
+        QTest::addColumn<double>("weightsTarget");
         const char* qwen[] = {"tp1pp1dp1--2048", "tp1pp1dp1--4096", "tp1pp1dp1--8192",
                               "tp2pp1dp1--8192", "tp4pp1dp1--8192"};
         for (const char* q : qwen) {
             const QString f =
                 QStringLiteral("vllm-0.19.0-h100/qwen-qwen2-5-7b-instruct--h100-80gb--") +
                 QLatin1String(q) + QStringLiteral(".log");
-            QTest::newRow(q) << f << "vllm@0.19.0";
+            QTest::newRow(q) << f << "vllm@0.19.0"
+                             << "" << 0.02 << 0.3 << 0.02;
         }
-        QTest::newRow("qwen2.5 16k")
-            << "vllm-0.19.0-h100/qwen-qwen2-5-7b-instruc--h100-80gb--tp1pp1dp1--16384.log"
-            << "vllm@0.19.0";
-        QTest::newRow("qwen2.5 32k")
-            << "vllm-0.19.0-h100/qwen-qwen2-5-7b-instruc--h100-80gb--tp1pp1dp1--32768.log"
-            << "vllm@0.19.0";
-        QTest::newRow("qwen2.5 bf16")
-            << "vllm-0.19.0-h100/qwen-qwen2-5-7b-i--h100-80gb--tp1pp1dp1--8192-dtbf16.log"
-            << "vllm@0.19.0";
-        QTest::newRow("qwen2.5 fp8 kv")
-            << "vllm-0.19.0-h100/qwen-qwen2---h100-80gb--tp1pp1dp1--8192-dtbf16-kvfp8.log"
-            << "vllm@0.19.0";
-        QTest::newRow("qwen2.5 fp8-dynamic weights")
-            << "vllm-0.19.0-h100/fp8dyn-redhatai-qwen2-5---h100-80gb--tp1pp1dp1--8192.log"
-            << "vllm@0.19.0";
-        QTest::newRow("qwen2.5 w8a8 weights")
-            << "vllm-0.19.0-h100/w8a8-redhatai-qwen2-5-7b--h100-80gb--tp1pp1dp1--8192.log"
-            << "vllm@0.19.0";
-        QTest::newRow("qwen3-30b-a3b moe")
-            << "vllm-0.19.0-h100/qwen-qwen3-30b-a3b--h100-80gb--tp1pp1dp1--8192.log"
-            << "vllm@0.19.0";
+        const QString v19 = QStringLiteral("vllm-0.19.0-h100/");
+        auto row = [&](const char* name, const char* file, const char* model, double target,
+                       double activation = 0.3, double weights = 0.02) {
+            QTest::newRow(name) << v19 + QLatin1String(file) << "vllm@0.19.0"
+                                << QString::fromLatin1(model) << target << activation << weights;
+        };
+        row("qwen2.5 16k", "qwen-qwen2-5-7b-instruc--h100-80gb--tp1pp1dp1--16384.log", "", 0.02);
+        row("qwen2.5 32k", "qwen-qwen2-5-7b-instruc--h100-80gb--tp1pp1dp1--32768.log", "", 0.02);
+        row("qwen2.5 bf16", "qwen-qwen2-5-7b-i--h100-80gb--tp1pp1dp1--8192-dtbf16.log", "", 0.02);
+        row("qwen2.5 fp8 kv", "qwen-qwen2---h100-80gb--tp1pp1dp1--8192-dtbf16-kvfp8.log", "", 0.02);
+        row("qwen2.5 fp8-dynamic weights (computed)",
+            "fp8dyn-redhatai-qwen2-5---h100-80gb--tp1pp1dp1--8192.log", "", 0.02);
+        row("qwen2.5 w8a8 weights (computed)",
+            "w8a8-redhatai-qwen2-5-7b--h100-80gb--tp1pp1dp1--8192.log", "", 0.02);
+        row("llama-3.1-8b w4a16 weights (computed)",
+            "w4a16-redhatai-lla--h100-80gb--tp1pp1dp1--8192-dtf16.log", "llama-3-8b", 0.02);
+        row("qwen3-30b-a3b moe", "qwen-qwen3-30b-a3b--h100-80gb--tp1pp1dp1--8192.log", "", 0.02);
+        row("gemma-2-2b hybrid (sliding 4096 / full)",
+            "google-gemma-2-2b-it--h100-80gb--tp1pp1dp1--8192.log", "", 0.02, 0.35);
+        row("gemma-3-27b hybrid (5 sliding : 1 full, vision tower)",
+            "google-gemma-3-27b-it--h100-80gb--tp1pp1dp1--8192.log", "", 0.02);
+        row("gpt-oss-20b hybrid, mxfp4 experts, tp2",
+            "openai-gpt-oss-20b--h100-80gb--tp2pp1dp1--8192.log", "", 0.02, 0.3, 0.03);
+        row("llama-4-scout chunked local attention, tp4",
+            "meta-llama-llama-4-scout--h100-80gb--tp4pp1dp1--8192.log", "", 0.02);
         QTest::newRow("qwen2-7b a100 util 0.5 (wrapped lines)")
             << "vllm-0.10.1.1-a100/vllm-7B-1gpuA10080GB-0.5GRAM.log"
-            << "vllm@0.10.1";
+            << "vllm@0.10.1"
+            << "" << 0.02 << 0.3 << 0.02;
         QTest::newRow("qwen2-7b a100 tp2 util 0.25")
             << "vllm-0.10.1.1-a100/vllm-7B-2gpuA10080GB-0.25GRAM-same-node.log"
-            << "vllm@0.10.1";
+            << "vllm@0.10.1"
+            << "" << 0.02 << 0.3 << 0.02;
     }
     void fixtureLogs() {
         QFETCH(QString, file);
         QFETCH(QString, engine);
-        const LogExplanation e = explain(file.toStdString());
+        QFETCH(QString, model);
+        QFETCH(double, target);
+        QFETCH(double, activationGiB);
+        QFETCH(double, weightsTarget);
+        const LogExplanation e = explain(file.toStdString(), model.toStdString());
         QCOMPARE(QString::fromStdString(e.scenario.deployment.engine.text()), engine);
         QVERIFY(e.tokensError);
-        QVERIFY2(std::fabs(*e.tokensError) < 0.05, e.summary.c_str());
+        QVERIFY2(std::fabs(*e.tokensError) < target, e.summary.c_str());
+        QVERIFY2(!e.usedLoggedWeights, e.summary.c_str());
+        const ExplainTerm* w = findTerm(e, "weights");
+        QVERIFY(w && w->logged);
+        QVERIFY2(std::fabs(w->predicted - *w->logged) <= weightsTarget * *w->logged,
+                 qPrintable(QString::number(w->predicted / kGiB) + QStringLiteral(" vs ") +
+                            QString::number(*w->logged / kGiB)));
         for (const char* key : {"activation", "non_torch", "cuda_graphs"}) {
             const ExplainTerm* t = findTerm(e, key);
             QVERIFY(t);
+            const double limit = std::string(key) == "activation" ? activationGiB : 0.3;
             if (t->logged && !t->inferred)
-                QVERIFY2(std::fabs(t->predicted - *t->logged) < 0.3 * kGiB,
+                QVERIFY2(std::fabs(t->predicted - *t->logged) < limit * kGiB,
                          qPrintable(QString::fromLatin1(key) + QStringLiteral(": ") +
                                     QString::number(t->predicted / kGiB) + QStringLiteral(" vs ") +
                                     QString::number(*t->logged / kGiB)));
         }
+    }
+
+    // --logged-weights keeps the logged "Model loading took" in place of kvscope's count.
+    void loggedWeightsOption() {
+        auto log = loadEngineLog(kLogs +
+                                 "vllm-0.19.0-h100/w8a8-redhatai-qwen2-5-7b--h100-80gb--tp1pp1dp1--"
+                                 "8192.log");
+        QVERIFY(log.ok());
+        QCOMPARE(log->linearMethod.value_or(""), std::string("CompressedTensorsW8A8Int8"));
+        ExplainOptions opt;
+        opt.configDirs = {kData + "/configs-logged"};
+        opt.loggedWeights = true;
+        auto e = explainEngineLog(log.value(), opt);
+        QVERIFY(e.ok());
+        QVERIFY(e->usedLoggedWeights);
+        QCOMPARE(e->report.pool.weightBytes, *log->weightBytes);
+        opt.loggedWeights = false;
+        auto c = explainEngineLog(log.value(), opt);
+        QVERIFY(c.ok());
+        QVERIFY(!c->usedLoggedWeights);
+        QVERIFY(c->report.weightDtype == WeightDtype::INT8);
     }
 
     void fleetTargets() {

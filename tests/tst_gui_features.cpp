@@ -1,11 +1,14 @@
 // The GUI features driven through the real MainWindow (offscreen).
+#include "core/explain_log.h"
 #include "core/export.h"
+#include "core/format.h"
 #include "core/story.h"
 #include "ui/compare.h"
 #include "ui/explainlog.h"
 #include "ui/features.h"
 #include "ui/mainwindow.h"
 #include "ui/measure.h"
+#include "ui/numberspanel.h"
 #include "ui/plan.h"
 #include "ui/presentation.h"
 #include "ui/rooflineplot.h"
@@ -246,6 +249,80 @@ private Q_SLOTS:
             QVERIFY(!dlg.statusText().isEmpty());
             QCOMPARE(dlg.termsTable()->rowCount(), 0);
         }
+    }
+
+    // A folder of real logs: one row per log, and the median / worst line matches core's fleet.
+    void explainLogDialogFolder() {
+        ExplainLogDialog dlg;
+        const QString data = QStringLiteral(KVSCOPE_SOURCE_DIR "/tests/data");
+        dlg.setConfigDirs({data + QStringLiteral("/configs-logged"),
+                           QStringLiteral(KVSCOPE_SOURCE_DIR "/tests/fixtures/configs-2026")});
+        QVERIFY(!dlg.explainFolder(data + QStringLiteral("/no-such-folder")));
+        QVERIFY(!dlg.statusText().isEmpty());
+        const QString logs = data + QStringLiteral("/engine-logs/vllm-0.10.1.1-a100");
+        QVERIFY(dlg.explainFolder(logs));
+        QTableWidget* t = dlg.fleetTable();
+        QCOMPARE(t->rowCount(), 2);
+        QCOMPARE(t->item(0, 0)->text(), QStringLiteral("vllm-7B-1gpuA10080GB-0.5GRAM.log"));
+        QCOMPARE(t->item(0, 1)->text(), QStringLiteral("vllm@0.10.1"));
+        QCOMPARE(t->item(0, 2)->text(), QStringLiteral("464,848")); // "GPU KV cache size"
+        ExplainOptions opt;
+        opt.configDirs = {(data + QStringLiteral("/configs-logged")).toStdString(),
+                          KVSCOPE_SOURCE_DIR "/tests/fixtures/configs-2026"};
+        auto rows = explainFolder(logs.toStdString(), opt);
+        QVERIFY(rows.ok());
+        const FleetStats st = fleetStats(rows.value());
+        QCOMPARE(st.explained, std::size_t(2));
+        QVERIFY(dlg.fleetText().contains(
+            QStringLiteral("median |error| %1%").arg(q(fixed(100.0 * st.medianAbsError, 2)))));
+        QVERIFY(dlg.fleetText().contains(
+            QStringLiteral("worst %1%").arg(q(fixed(100.0 * st.worstAbsError, 2)))));
+        QVERIFY(dlg.fleetText().contains(q(st.worstFile)));
+        for (int r = 0; r < t->rowCount(); ++r)
+            QVERIFY(t->item(r, 4) && t->item(r, 4)->text().endsWith(QLatin1Char('%')));
+    }
+
+    // The pool section lists the chosen engine's pool terms one by one, each term's rule and
+    // source in the tooltip, and follows the engine version.
+    void numbersPanelPoolTerms_data() {
+        QTest::addColumn<QString>("engine");
+        QTest::addColumn<bool>("graphsSubtracted");
+        QTest::newRow("vllm 0.19: graphs printed, not subtracted") << "vllm@0.19.0" << false;
+        QTest::newRow("vllm 0.21: graphs subtracted (PR #30515)") << "vllm@0.21.0" << true;
+        QTest::newRow("sglang 0.4.3") << "sglang@0.4.3" << false;
+    }
+    void numbersPanelPoolTerms() {
+        QFETCH(QString, engine);
+        QFETCH(bool, graphsSubtracted);
+        auto w = makeWindow();
+        AppState s = w->state();
+        auto spec = parseEngineSpec(engine.toStdString());
+        QVERIFY(spec.ok());
+        s.deployment.engine = spec.value();
+        s.deployment.poolModel = PoolModel::Vllm;
+        QString err;
+        QVERIFY2(w->applyState(s, &err), qPrintable(err));
+        w->flushRefresh();
+        const PoolBreakdown& p = w->report().pool;
+        QVERIFY(!p.terms.empty());
+        const QString text = w->numbersPanel()->valueText(QStringLiteral("poolBreakdown"));
+        const QString tip = w->numbersPanel()->valueTip(QStringLiteral("poolBreakdown"));
+        QVERIFY2(text.startsWith(engine + QStringLiteral(": ")), qPrintable(text));
+        for (const PoolTerm& t : p.terms) {
+            const QString gib = q(fixed(static_cast<double>(t.bytes) / 1073741824.0, 2));
+            QVERIFY2(tip.contains(q(t.label) + QStringLiteral(": ") + gib + QStringLiteral(" GiB")),
+                     qPrintable(tip));
+            QVERIFY2(tip.contains(q(t.source)), t.key.c_str());
+            if (t.key == "budget" || t.key == "pool")
+                continue;
+            QVERIFY2(text.contains((t.subtracted ? QStringLiteral("− ") : QString()) + q(t.label) +
+                                   QStringLiteral(" ") + gib),
+                     qPrintable(text));
+            if (t.key == "cuda_graphs")
+                QCOMPARE(t.subtracted, graphsSubtracted);
+        }
+        QCOMPARE(text.contains(QStringLiteral("not subtracted")),
+                 engine.startsWith(QLatin1String("vllm")) && !graphsSubtracted);
     }
 
     void sessionRoundTrip() {

@@ -67,6 +67,23 @@ ExplainLogDialog::ExplainLogDialog(QWidget* parent) : QDialog(parent) {
     terms_->horizontalHeader()->setStretchLastSection(true);
     notes_ = new QLabel(result);
     notes_->setWordWrap(true);
+    // A folder of logs: one row per log, the fleet's median and worst token error.
+    fleet_ = new QTableWidget(0, 6, result);
+    fleet_->setObjectName(QStringLiteral("explainFleet"));
+    fleet_->setHorizontalHeaderLabels({tr("Log"), tr("Engine"), tr("Log says (tokens)"),
+                                       tr("kvscope predicts"), tr("Error"), tr("Marks / reason")});
+    fleet_->verticalHeader()->hide();
+    fleet_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    fleet_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    fleet_->horizontalHeader()->setStretchLastSection(true);
+    fleet_->hide();
+    fleetStats_ = new QLabel(result);
+    fleetStats_->setObjectName(QStringLiteral("explainFleetStats"));
+    fleetStats_->setWordWrap(true);
+    fleetStats_->setFont(bold);
+    fleetStats_->hide();
+    rv->addWidget(fleetStats_);
+    rv->addWidget(fleet_, 1);
     rv->addWidget(summary_);
     rv->addWidget(terms_, 1);
     rv->addWidget(notes_);
@@ -86,6 +103,12 @@ ExplainLogDialog::ExplainLogDialog(QWidget* parent) : QDialog(parent) {
         else if (!path.isEmpty())
             explain();
     });
+    auto* openDir = new QPushButton(tr("Open folder…"), this);
+    connect(openDir, &QPushButton::clicked, this, [this] {
+        const QString dir = QFileDialog::getExistingDirectory(this, tr("Open a folder of logs"));
+        if (!dir.isEmpty())
+            explainFolder(dir);
+    });
     gpu_ = new QComboBox(this);
     gpu_->addItem(tr("GPU: inferred from the log"), QString());
     for (const auto& g : gpuPresets())
@@ -96,6 +119,7 @@ ExplainLogDialog::ExplainLogDialog(QWidget* parent) : QDialog(parent) {
     status_ = new QLabel(this);
     status_->setWordWrap(true);
     row->addWidget(open);
+    row->addWidget(openDir);
     row->addWidget(gpu_);
     row->addWidget(run);
     row->addWidget(status_, 1);
@@ -121,6 +145,77 @@ bool ExplainLogDialog::loadLogFile(const QString& path, QString* error) {
     return true;
 }
 
+void ExplainLogDialog::setConfigDirs(const QStringList& dirs) {
+    configDirs_ = dirs;
+}
+
+QString ExplainLogDialog::fleetText() const {
+    return fleetStats_->text();
+}
+
+bool ExplainLogDialog::explainFolder(const QString& dir) {
+    ExplainOptions opt;
+    opt.gpu = gpu_->currentData().toString().toStdString();
+    for (const QString& c : configDirs_)
+        opt.configDirs.push_back(c.toStdString());
+    auto rows = kvscope::explainFolder(dir.toStdString(), opt);
+    fleet_->setRowCount(0);
+    if (!rows.ok()) {
+        status_->setText(q(rows.error().message()));
+        return false;
+    }
+    fleet_->setRowCount(static_cast<int>(rows->size()));
+    int row = 0;
+    for (const FleetRow& r : *rows) {
+        auto set = [&](int col, const QString& s, bool right = false) {
+            auto* item = new QTableWidgetItem(s);
+            if (right)
+                item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+            fleet_->setItem(row, col, item);
+        };
+        set(0, q(r.file));
+        if (!r.explanation.ok()) {
+            set(5, q(r.explanation.error().message()));
+            ++row;
+            continue;
+        }
+        const LogExplanation& e = r.explanation.value();
+        set(1, q(e.scenario.deployment.engine.text()));
+        const ExplainTerm* tokens = nullptr;
+        for (const ExplainTerm& t : e.terms)
+            if (t.key == "tokens")
+                tokens = &t;
+        if (tokens) {
+            if (tokens->logged)
+                set(2, value("", *tokens->logged), true);
+            set(3, value("", tokens->predicted), true);
+        }
+        if (e.tokensError)
+            set(4,
+                (*e.tokensError >= 0 ? QStringLiteral("+") : QString()) +
+                    q(fixed(100.0 * *e.tokensError, 2)) + QStringLiteral("%"),
+                true);
+        QStringList marks;
+        for (const auto& m : e.marks)
+            marks << q(m);
+        if (e.smallPool)
+            marks << tr("small pool");
+        set(5, marks.join(QStringLiteral("; ")));
+        ++row;
+    }
+    const FleetStats st = fleetStats(rows.value());
+    fleetStats_->setText(tr("%1 logs: %2 explained, %3 not; median |error| %4%, worst %5% (%6)")
+                             .arg(rows->size())
+                             .arg(st.explained)
+                             .arg(st.failed)
+                             .arg(q(fixed(100.0 * st.medianAbsError, 2)),
+                                  q(fixed(100.0 * st.worstAbsError, 2)), q(st.worstFile)));
+    fleet_->show();
+    fleetStats_->show();
+    status_->setText(tr("folder %1").arg(dir));
+    return true;
+}
+
 QString ExplainLogDialog::summaryText() const {
     return summary_->text();
 }
@@ -140,6 +235,8 @@ bool ExplainLogDialog::explain() {
     }
     ExplainOptions opt;
     opt.gpu = gpu_->currentData().toString().toStdString();
+    for (const QString& c : configDirs_)
+        opt.configDirs.push_back(c.toStdString());
     auto e = explainEngineLog(*log, opt);
     if (!e.ok()) {
         status_->setText(q(e.error().message()));

@@ -1,8 +1,10 @@
 // Explain an engine's log: paste (or open) a vLLM or SGLang startup log and read kvscope's
-// prediction beside each logged number, with the difference explained term by term.
+// prediction beside each logged number, with the difference explained term by term; or open a
+// folder of logs and read one row per log with the median and worst token error.
 #pragma once
 
 #include <QDialog>
+#include <QStringList>
 
 class QPlainTextEdit;
 class QTableWidget;
@@ -21,6 +23,13 @@ public:
     /// Parses and explains the text; false and the status line when the log is refused.
     bool explain();
     QTableWidget* termsTable() const { return terms_; }
+    /// Folders of `org__Name.json` configs the logged model names are also looked up in.
+    void setConfigDirs(const QStringList& dirs);
+    /// Explains every *.log under `dir` (core's explainFolder): one row per log in the fleet
+    /// table, the median and worst |tokens error| in the fleet line. False when `dir` is no folder.
+    bool explainFolder(const QString& dir);
+    QTableWidget* fleetTable() const { return fleet_; }
+    QString fleetText() const;
     QString summaryText() const;
     QString statusText() const;
 
@@ -31,6 +40,9 @@ private:
     QLabel* notes_ = nullptr;
     QLabel* status_ = nullptr;
     QTableWidget* terms_ = nullptr;
+    QTableWidget* fleet_ = nullptr;
+    QLabel* fleetStats_ = nullptr;
+    QStringList configDirs_;
 };
 
 } // namespace kvscope::ui

@@ -381,9 +381,8 @@ QString KvStripsView::braceTip(const Column& c) const {
         .arg(kvpr)
         .arg(q(humanBytes(stripBytes)),
              q(withCommas(static_cast<std::int64_t>(std::llround(stripBytes)))),
-             q(humanBytes(static_cast<double>(r.step.kvBytes))),
-             q(withCommas(r.step.kvBytes)), q(withCommas(r.batch)),
-             q(withCommas(r.contextPerRank)));
+             q(humanBytes(static_cast<double>(r.step.kvBytes))), q(withCommas(r.step.kvBytes)),
+             q(withCommas(r.batch)), q(withCommas(r.contextPerRank)));
 }
 
 void KvStripsView::paintEvent(QPaintEvent*) {

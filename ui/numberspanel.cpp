@@ -70,6 +70,7 @@ public:
             updateGeometry();
         update();
     }
+    const QString& tip() const { return tip_; }
     void setTip(const QString& tip) {
         if (tip == tip_)
             return;
@@ -246,6 +247,11 @@ QString NumbersPanel::valueText(const QString& key) const {
     return l ? l->text() : QString();
 }
 
+QString NumbersPanel::valueTip(const QString& key) const {
+    const FitLabel* l = values_.value(key);
+    return l ? l->tip() : QString();
+}
+
 void NumbersPanel::setReport(const Report& r, const std::optional<Report>& previous) {
     auto set = [this](const char* key, const QString& text, const QString& tip = {}) {
         FitLabel* l = values_.value(QLatin1String(key));
@@ -273,28 +279,44 @@ void NumbersPanel::setReport(const Report& r, const std::optional<Report>& previ
     if (!r.fits)
         pp.setColor(QPalette::WindowText, errorColor(isDark(this)));
     poolLabel->setPalette(pp);
+    // The engine's pool arithmetic term by term (PoolBreakdown::terms, as `size --json`'s
+    // pool.breakdown): the budget, each subtracted term, the terms shown but not taken off (CUDA
+    // graphs before vLLM 0.21); every term's rule and source in the tooltip.
+    auto num = [](std::int64_t b) {
+        return q(fixed(static_cast<double>(b) / (1024.0 * 1024.0 * 1024.0), 2));
+    };
     QString breakdown;
+    QString breakdownTip;
     if (p.overridden) {
         breakdown = tr("fixed by hand");
+    } else if (!p.terms.empty()) {
+        QStringList lines;
+        QStringList off, shown, tips;
+        for (const PoolTerm& t : p.terms) {
+            tips
+                << tr("%1: %2 GiB — %3 [%4]").arg(q(t.label), num(t.bytes), q(t.rule), q(t.source));
+            if (t.key == "budget")
+                lines << tr("%1: %2 = %3").arg(q(p.engine.text()), q(t.rule), gib(t.bytes));
+            else if (t.key == "pool")
+                continue;
+            else if (t.subtracted)
+                off << tr("− %1 %2").arg(q(t.label), num(t.bytes));
+            else
+                shown << tr("%1 %2 GiB not subtracted").arg(q(t.label), num(t.bytes));
+        }
+        for (int i = 0; i < off.size(); i += 2)
+            lines << off.mid(i, 2).join(QStringLiteral("  ")) +
+                         (i + 2 >= off.size() ? tr(" GiB") : QString());
+        if (!shown.isEmpty())
+            lines << QStringLiteral("(") + shown.join(QStringLiteral("; ")) + QStringLiteral(")");
+        breakdown = lines.join(QLatin1Char('\n'));
+        breakdownTip = tips.join(QLatin1Char('\n'));
     } else {
-        auto num = [](std::int64_t b) {
-            return q(fixed(static_cast<double>(b) / (1024.0 * 1024.0 * 1024.0), 2));
-        };
         breakdown = tr("%1 × %2 = %3\n(%4)")
                         .arg(q(fixed(p.util, 2)), gib(p.capacityBytes), gib(p.budgetBytes),
                              q(p.capacitySource));
-        if (p.model == PoolModel::Vllm)
-            breakdown +=
-                tr("\n− weights/TP %1 − activations %2 − non-torch %3 GiB")
-                    .arg(num(p.weightBytes), num(p.activationPeakBytes), num(p.nonTorchBytes()));
-        else
-            breakdown += tr("\n− weights / TP %1").arg(gib(p.weightBytes));
+        breakdown += tr("\n− weights / TP %1").arg(gib(p.weightBytes));
     }
-    QString breakdownTip;
-    if (p.model == PoolModel::Vllm && !p.overridden)
-        breakdownTip = tr("non-torch: CUDA graphs %1, NCCL %2, all-reduce %3, CUDA context %4")
-                           .arg(bytes(p.cudaGraphBytes), bytes(p.ncclBytes),
-                                bytes(p.customAllReduceBytes), bytes(p.cudaContextBytes));
     if (!r.fits && !r.noFitReason.empty())
         breakdown = q(r.noFitReason) + QLatin1Char('\n') + breakdown;
     set("poolBreakdown", breakdown, breakdownTip);

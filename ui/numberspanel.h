@@ -26,6 +26,8 @@ public:
     /// The text shown for a value key ("cellModel", "cellRank", "requestModel", "requestRank",
     /// "pool", "tokens", "concurrency", "vllmTokens", "vllmConcurrency", "kvProj", "delta").
     QString valueText(const QString& key) const;
+    /// The tooltip text of a value key ("poolBreakdown": each pool term's rule and source).
+    QString valueTip(const QString& key) const;
 
 protected:
     void changeEvent(QEvent* e) override;

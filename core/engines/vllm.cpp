@@ -135,6 +135,12 @@ std::int64_t forwardPeak(const ModelSpec& m, const Deployment& d, std::int64_t t
 std::int64_t moeWorkspace(const ModelSpec& m, const Deployment& d, std::int64_t tokens) {
     if (m.routedExperts.value <= 0)
         return 0;
+    // An mxfp4 checkpoint served as mxfp4 runs its experts through triton_kernels' matmul_ogs
+    // (quantization/mxfp4.py, the Triton backend on Hopper), which allocates its outputs per
+    // call: no fused-MoE workspace outlives the forward pass. Checked on gpt-oss-20b TP 2 (0.19).
+    if (m.weights.quant.present && m.weights.quant.scheme.name == "mxfp4" &&
+        (d.weightDtype == WeightDtype::Auto || d.weightDtype == WeightDtype::MXFP4))
+        return 0;
     const std::int64_t n = m.moeIntermediate.value / d.tp;
     const std::int64_t k = m.expertsPerToken.value;
     return tokens * k * (std::max(2 * n, m.hidden.value) + n) * 2;
@@ -194,7 +200,9 @@ std::int64_t activationPeak(const ModelSpec& m, const Deployment& d, const VllmR
     rule = withCommas(samplerRows) + " rows × vocab " + withCommas(m.vocab.value) + " × " +
            std::to_string(r.samplerBytesPerLogit) + " B = " + gibText(sampler);
     if (workspace > 0)
-        rule += " + held " + gibText(workspace) + " (hidden states, MoE workspace)";
+        rule += " + held " + gibText(workspace) +
+                (moeWorkspace(m, d, tokens) > 0 ? " (hidden states, MoE workspace)"
+                                                : " (hidden states)");
     if (r.samplerAddsToForward) {
         rule += " + forward " + gibText(forward);
         return forward + sampler + workspace;
@@ -270,7 +278,15 @@ std::vector<std::int64_t> pipelineStageLayers(std::int64_t layers, std::int64_t 
 
 PoolBreakdown vllmPool(const ModelSpec& m, const GpuSpec& gpu, const Deployment& d,
                        std::int64_t weightBytesPerRank) {
-    const VllmRules rules = rulesFor(d.engine);
+    VllmRules rules = rulesFor(d.engine);
+    // gpt-oss raises max_cudagraph_capture_size from 512 to 1024
+    // (vllm/model_executor/models/config.py GptOssForCausalLMConfig): 1, 2, 4, every 8 up to 256,
+    // every 16 up to 1024 = 83 sizes ("'max_cudagraph_capture_size': 1024" and "(83-1) ×
+    // per-graph" in the 0.19 gpt-oss-20b log).
+    if (m.modelType == "gpt_oss" && d.engine.atLeast(0, 11)) {
+        rules.graphSizes = 83;
+        rules.graphSource += "; gpt-oss: 83 sizes up to 1024 (models/config.py)";
+    }
     PoolBreakdown p;
     p.model = PoolModel::Vllm;
     p.engine = d.engine;
