@@ -92,42 +92,6 @@ std::string sixteenName(const Resolved& r) {
     return r.dtype == WeightDtype::FP16 ? "fp16" : r.dtype == WeightDtype::FP32 ? "fp32" : "bf16";
 }
 
-/// Replaces the bare tokens Infinity, -Infinity and NaN outside strings with null.
-std::string withoutNonFiniteLiterals(const std::string& text) {
-    std::string out;
-    out.reserve(text.size());
-    bool inString = false;
-    for (std::size_t i = 0; i < text.size(); ++i) {
-        const char c = text[i];
-        if (inString) {
-            out += c;
-            if (c == '\\' && i + 1 < text.size())
-                out += text[++i];
-            else if (c == '"')
-                inString = false;
-            continue;
-        }
-        if (c == '"') {
-            inString = true;
-            out += c;
-            continue;
-        }
-        bool replaced = false;
-        for (const char* tok : {"-Infinity", "Infinity", "NaN"}) {
-            const std::size_t n = std::char_traits<char>::length(tok);
-            if (text.compare(i, n, tok) == 0) {
-                out += "null";
-                i += n - 1;
-                replaced = true;
-                break;
-            }
-        }
-        if (!replaced)
-            out += c;
-    }
-    return out;
-}
-
 } // namespace
 
 LoadedWeights loadedWeights(const ModelSpec& m, WeightDtype d, std::int64_t tp) {
@@ -233,22 +197,9 @@ Result<ModelSpec> loadModelSnapshot(const std::string& path) {
     std::error_code ec;
     fs::path p(path);
     const fs::path dir = fs::is_directory(p, ec) ? p : p.parent_path();
+    // loadModelConfigFile reads through parseJsonBounded, which takes Python's NaN/Infinity
+    // tokens (Nemotron-H: "time_step_limit": [0.0, Infinity]) as the doubles they name.
     auto m = loadModelConfigFile(path);
-    if (!m.ok() && m.error().field == "config.json") {
-        // Python's json.dumps writes Infinity/NaN (Nemotron-H: "time_step_limit": [0.0,
-        // Infinity]); read such a config with those tokens as null.
-        const fs::path file = fs::is_directory(p, ec) ? p / "config.json" : p;
-        auto text = readFileBounded(file.string(), "config.json", kMaxConfigBytes);
-        if (text.ok()) {
-            const std::string clean = withoutNonFiniteLiterals(text.value());
-            if (clean != text.value()) {
-                std::string name = file.stem().string();
-                if (name == "config" && file.has_parent_path())
-                    name = file.parent_path().filename().string();
-                m = parseModelConfig(clean, name);
-            }
-        }
-    }
     if (!m.ok())
         return m;
     // Only a folder's own config.json has companions (not "org__model.json" fixtures).
