@@ -593,6 +593,10 @@ Result<Report> evaluate(const ModelSpec& m, const GpuSpec& gpu, const Deployment
     r.kvProjParamsPerLayer = kvProjParamsPerLayer(m, latent ? 0 : hkv);
     r.kvProjParamsPerLayerModel = kvProjParamsPerLayer(m, 0);
     const LoadedWeights loaded = loadedWeights(m, d.weightDtype, d.tp);
+    if (r.kvProjParamsPerLayer != r.kvProjParamsPerLayerModel)
+        r.kvProjWeightBytesDelta =
+            loadedWeights(m, d.weightDtype, 1, latent ? 0 : hkv).kvProjectionBytes -
+            loadedWeights(m, d.weightDtype, 1).kvProjectionBytes;
     r.weightBytes = loaded.bytes;
     // The chapter's datasheet pool divides the checkpoint by TP; the vLLM pool takes what one
     // rank holds once loaded (replicated tensors, the rotary cache).

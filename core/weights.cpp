@@ -94,7 +94,8 @@ std::string sixteenName(const Resolved& r) {
 
 } // namespace
 
-LoadedWeights loadedWeights(const ModelSpec& m, WeightDtype d, std::int64_t tp) {
+LoadedWeights loadedWeights(const ModelSpec& m, WeightDtype d, std::int64_t tp,
+                            std::int64_t kvHeads) {
     tp = std::max<std::int64_t>(1, tp);
     if (d != WeightDtype::Auto && resolve(m, WeightDtype::Auto).dtype == d)
         d = WeightDtype::Auto; // the checkpoint's own format, named explicitly
@@ -103,10 +104,11 @@ LoadedWeights loadedWeights(const ModelSpec& m, WeightDtype d, std::int64_t tp) 
     out.dtype = r.dtype;
     const bool quantized = !r.scheme.name.empty();
     const std::int64_t sixteen = r.elementBytes; // non-quantized tensors
+    out.unquantizedElementBytes = sixteen;
     const std::int64_t hkv = m.kvHeads.value;
     bool anyIgnored = false;
     double perRank = 0;
-    for (const WeightTensor& t : weightInventory(m)) {
+    for (const WeightTensor& t : weightInventory(m, kvHeads)) {
         const bool quantize = quantized && t.linear && quantizableRole(t.role) &&
                               (!r.scheme.expertsOnly || t.role == TensorRole::Expert) &&
                               !(r.spec && quantIgnores(*r.spec, t.module));
@@ -145,6 +147,13 @@ LoadedWeights loadedWeights(const ModelSpec& m, WeightDtype d, std::int64_t tp) 
             bytes = t.params() * sixteen;
         }
         out.bytes += bytes;
+        if (t.role == TensorRole::Attention || t.role == TensorRole::DenseMlp ||
+            t.role == TensorRole::SharedExpert || t.role == TensorRole::Expert)
+            out.attentionMlpBytes += bytes;
+        if (t.role == TensorRole::Expert)
+            out.expertBytes += bytes;
+        if (t.kvPart && t.linear)
+            out.kvProjectionBytes += bytes;
         perRank += rankBytes > 0 ? static_cast<double>(rankBytes)
                                  : static_cast<double>(bytes) / static_cast<double>(ways);
     }
