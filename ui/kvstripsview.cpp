@@ -327,7 +327,7 @@ KvStripsView::Frame KvStripsView::layout(const QSize& size, double scaleBytes) c
 QString KvStripsView::tipFor(const Item& it) const {
     const Report& r = report_;
     const std::int64_t kvpr = std::max<std::int64_t>(1, r.kvHeadsPerRank);
-    const double stripBytes = static_cast<double>(r.stepKvBytesPerRank) / static_cast<double>(kvpr);
+    const double stripBytes = static_cast<double>(r.step.kvBytes) / static_cast<double>(kvpr);
     const QString bytesText = q(humanBytes(stripBytes));
     const QString exactText = q(withCommas(static_cast<std::int64_t>(std::llround(stripBytes))));
     const QString holds = tr("%1 request(s) × %2 tokens on this GPU")
@@ -372,7 +372,7 @@ QString KvStripsView::tipFor(const Item& it) const {
 QString KvStripsView::braceTip(const Column& c) const {
     const Report& r = report_;
     const std::int64_t kvpr = std::max<std::int64_t>(1, r.kvHeadsPerRank);
-    const double stripBytes = static_cast<double>(r.stepKvBytesPerRank) / static_cast<double>(kvpr);
+    const double stripBytes = static_cast<double>(r.step.kvBytes) / static_cast<double>(kvpr);
     return tr("<b>GPU %1 … %2</b>: %3, %4<br>each holds %5 strip(s) of <b>%6</b> (%7 B), "
               "%8 (%9 B) per GPU in all<br>%10 request(s) × %11 tokens on each GPU")
         .arg(c.rank)
@@ -381,9 +381,8 @@ QString KvStripsView::braceTip(const Column& c) const {
         .arg(kvpr)
         .arg(q(humanBytes(stripBytes)),
              q(withCommas(static_cast<std::int64_t>(std::llround(stripBytes)))),
-             q(humanBytes(static_cast<double>(r.stepKvBytesPerRank))),
-             q(withCommas(r.stepKvBytesPerRank)), q(withCommas(r.batch)),
-             q(withCommas(r.contextPerRank)));
+             q(humanBytes(static_cast<double>(r.step.kvBytes))), q(withCommas(r.step.kvBytes)),
+             q(withCommas(r.batch)), q(withCommas(r.contextPerRank)));
 }
 
 void KvStripsView::paintEvent(QPaintEvent*) {
