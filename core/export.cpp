@@ -19,10 +19,6 @@ double d(std::int64_t v) {
     return static_cast<double>(v);
 }
 
-std::int64_t weightElementBytes(WeightDtype w) {
-    return w == WeightDtype::FP8 ? 1 : 2;
-}
-
 } // namespace
 
 std::vector<ReportNumber> reportNumbers(const Report& r) {
@@ -81,7 +77,7 @@ std::vector<ReportNumber> reportNumbers(const Report& r) {
         num("kv_proj_params_vs_checkpoint", "K+V projection params vs the checkpoint", "",
             kvProjDelta),
         num("kv_proj_weight_bytes_vs_checkpoint", "K+V projection weights vs the checkpoint", "B",
-            kvProjDelta * d(weightElementBytes(r.weightDtype))),
+            d(r.kvProjWeightBytesDelta)),
         num("weight_bytes", "Weights", "B", d(r.weightBytes)),
         num("weight_bytes_per_rank", "Weights per rank", "B", d(r.weightBytesPerRank)),
         num("step_weight_bytes_per_rank", "Decode step: weights read per rank", "B",

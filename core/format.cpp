@@ -283,8 +283,9 @@ std::string textReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) 
             static_cast<double>(r.kvProjParamsPerLayer - r.kvProjParamsPerLayerModel) *
             static_cast<double>(r.layers);
         row("what-if weights", (delta >= 0 ? "+" : "-") + humanCount(std::fabs(delta)) + " params",
-            (delta >= 0 ? "+" : "-") + humanBytes(std::fabs(delta) * 2) +
-                " bf16; the pool above keeps the checkpoint's weights");
+            (r.kvProjWeightBytesDelta >= 0 ? "+" : "-") +
+                humanBytes(std::fabs(static_cast<double>(r.kvProjWeightBytesDelta))) + " " +
+                toString(r.weightDtype) + "; the pool above keeps the checkpoint's weights");
     }
     {
         const LoadedWeights loaded = loadedWeights(m, r.weightDtype, r.tp);

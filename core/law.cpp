@@ -3,6 +3,7 @@
 
 #include "core/engines/engines.h"
 #include "core/format.h"
+#include "core/law_paging.h"
 #include "core/weights.h"
 
 #include <algorithm>
@@ -48,20 +49,9 @@ std::int64_t cellPerLayerPerRank(const ModelSpec& m, const Deployment& d, KvDtyp
 
 std::int64_t ceilDiv(std::int64_t a, std::int64_t b);
 
-/// What one layer group costs under a deployment: bytes per token per layer (the cell part),
-/// and fixed bytes per request per layer, on one rank and for the whole model.
-struct GroupCost {
-    const LayerGroup* group = nullptr;
-    LayerKind kind = LayerKind::Full;
-    std::int64_t n = 0;                 ///< layers
-    std::optional<std::int64_t> window; ///< sliding window / chunk (not compress ratio)
-    std::int64_t tokenBytesRank = 0;    ///< per token per layer, one rank
-    std::int64_t tokenBytes = 0;        ///< per token per layer, all distinct heads once
-    std::int64_t fixedBytesRank = 0;    ///< per request per layer (state, encoder tokens)
-    std::int64_t fixedBytes = 0;
-    std::int64_t auxWindow = 0; ///< compressed: uncompressed sliding window
-    std::int64_t auxTokenBytesRank = 0, auxTokenBytes = 0;
-};
+using lawdetail::GroupCost;
+using lawdetail::Paging;
+using lawdetail::vllmPaging;
 
 /// Per-token bytes of one K/V (or latent) entry in a group, one rank and whole model.
 std::pair<std::int64_t, std::int64_t> entryBytes(const ModelSpec& m, const LayerGroup& g,
@@ -147,187 +137,6 @@ std::int64_t requestBytesAt(const std::vector<GroupCost>& costs, std::int64_t to
         total += c.n * (perRank ? c.fixedBytesRank : c.fixedBytes);
     }
     return total;
-}
-
-/// vLLM's paging of the pool (per rank), following vllm/v1/core/kv_cache_utils.py:
-/// get_kv_cache_groups → uniform spec / UniformTypeKVCacheSpecs (one group; pages summed over
-/// layers), or for hybrid models unify_kv_cache_spec_page_size (smaller pages get a larger
-/// block size) and _get_kv_cache_groups_uniform_page_size (groups of group_size layers, padding
-/// layers); get_kv_cache_config_from_groups (num_blocks = pool // page // group_size);
-/// _report_kv_cache_config (tokens = num_blocks // groups · min block size · DCP);
-/// get_max_concurrency_for_kv_cache_config (num_blocks / Σ over groups of the blocks one
-/// request at max_model_len needs, from each spec's max_memory_usage_bytes).
-struct Paging {
-    std::int64_t pageBytes = 0;
-    std::int64_t blocks = 0;
-    std::int64_t blockSize = 16;
-    std::int64_t groups = 0, groupSize = 0, paddingLayers = 0;
-    std::int64_t blocksPerRequest = 0;
-    std::int64_t requestBytes = 0; ///< vLLM's admission bytes for one max_model_len request
-    std::int64_t tokens = 0;
-    double concurrency = 0;
-    std::vector<std::string> notes;
-};
-
-Paging vllmPaging(const std::vector<GroupCost>& costs, const Deployment& d, std::int64_t pool,
-                  std::int64_t ctxRank, bool mla) {
-    Paging pg;
-    struct Spec {
-        const GroupCost* c;
-        std::int64_t perToken = 0; ///< attention: bytes per token; mamba: 0
-        std::int64_t statePage = 0;
-        std::int64_t block = 0;
-        std::int64_t page = 0;
-    };
-    std::vector<Spec> specs;
-    bool anyMamba = false, anyCross = false;
-    for (const GroupCost& c : costs) {
-        if (c.kind == LayerKind::None)
-            continue;
-        if (c.kind == LayerKind::Cross) {
-            anyCross = true;
-            continue;
-        }
-        Spec s{&c};
-        if (isFixedState(c.kind)) {
-            s.statePage = c.fixedBytesRank;
-            anyMamba = true;
-        } else {
-            s.perToken = c.tokenBytesRank;
-        }
-        specs.push_back(s);
-    }
-    if (anyCross)
-        pg.notes.push_back("cross-attention layers hold encoder tokens outside vLLM's token "
-                           "pages here (vLLM V1 pages them as CrossAttentionSpec)");
-    if (specs.empty())
-        return pg;
-    auto fullLike = [](LayerKind k) {
-        return k == LayerKind::Full || k == LayerKind::Mla || k == LayerKind::Compressed;
-    };
-    // A request's blocks in one spec at max_model_len (max_memory_usage_bytes / page):
-    //  FullAttentionSpec: cdiv(max_model_len / DCP, block)
-    //  SlidingWindowSpec: cdiv(min(W - 1 + max_num_batched_tokens, max_model_len), block) + 1
-    //  ChunkedLocalAttentionSpec: cdiv(min(C + max_num_batched_tokens, max_model_len), block)
-    //  MambaSpec (mamba_cache_mode none): one page
-    // (vllm/v1/kv_cache_interface.py)
-    auto blocksNeeded = [&](const Spec& s) -> std::int64_t {
-        const GroupCost& c = *s.c;
-        if (isFixedState(c.kind))
-            return 1;
-        if (c.kind == LayerKind::Sliding)
-            return ceilDiv(std::min(*c.window - 1 + d.maxNumBatchedTokens, d.context), s.block) + 1;
-        if (c.kind == LayerKind::Chunked)
-            return ceilDiv(std::min(*c.window + d.maxNumBatchedTokens, d.context), s.block);
-        return ceilDiv(ctxRank, s.block);
-    };
-    // UniformTypeKVCacheSpecs.is_uniform_type: every layer needs the same token slots.
-    const LayerKind k0 = specs.front().c->kind;
-    bool uniformType = true;
-    for (const Spec& s : specs) {
-        const LayerKind k = s.c->kind;
-        if (fullLike(k0) ? !fullLike(k) : (k != k0 || s.c->window != specs.front().c->window))
-            uniformType = false;
-    }
-    if (uniformType && !anyMamba) {
-        std::int64_t total = 0, need = 0;
-        for (Spec& s : specs) {
-            s.block = d.blockSize;
-            s.page = s.perToken * s.block;
-            total += s.c->n * s.page;
-            need = std::max(need, blocksNeeded(s));
-        }
-        pg.pageBytes = specs.size() == 1 ? specs.front().page : total;
-        pg.blockSize = d.blockSize;
-        pg.groups = 1;
-        pg.groupSize = specs.size() == 1 ? specs.front().c->n : 1;
-        pg.blocks = pool / total;
-        pg.blocksPerRequest = need;
-        // UniformTypeKVCacheSpecs.max_memory_usage_bytes: max pages × the summed page.
-        pg.requestBytes = need * total;
-        pg.tokens = pg.blocks * d.blockSize * d.dcp;
-        pg.concurrency = static_cast<double>(pg.blocks) / static_cast<double>(need);
-        return pg;
-    }
-    // Hybrid. With mamba layers the attention block grows until an attention page holds a mamba
-    // state, in multiples of the kernel alignment (16; MLA backends 64), and the mamba page is
-    // padded to the attention page (HybridAttentionMambaModelConfig.verify_and_update_config,
-    // vllm/model_executor/models/config.py, prefix caching off).
-    std::int64_t block = d.blockSize;
-    if (anyMamba) {
-        std::int64_t statePage = 0, attn1 = 0;
-        for (const Spec& s : specs) {
-            statePage = std::max(statePage, s.statePage);
-            if (!isFixedState(s.c->kind) && attn1 == 0)
-                attn1 = s.perToken;
-        }
-        if (attn1 > 0) {
-            const std::int64_t align = mla ? 64 : 16;
-            const std::int64_t need = align * ceilDiv(statePage, align * attn1);
-            if (block < need) {
-                block = need;
-                pg.notes.push_back("vLLM raises the attention block size to " + withCommas(block) +
-                                   " tokens so that one page holds a mamba state");
-            }
-        }
-    }
-    std::int64_t maxPage = 0;
-    for (Spec& s : specs) {
-        s.block = block;
-        s.page = isFixedState(s.c->kind) ? s.statePage : s.perToken * block;
-        maxPage = std::max(maxPage, s.page);
-    }
-    // unify_kv_cache_spec_page_size: smaller attention pages take a proportionally larger
-    // block; mamba pages are padded (page_size_padded).
-    for (Spec& s : specs) {
-        if (s.page == maxPage)
-            continue;
-        if (isFixedState(s.c->kind)) {
-            s.page = maxPage;
-            continue;
-        }
-        if (maxPage % s.page != 0)
-            pg.notes.push_back("page sizes do not divide (" + withCommas(s.page) + " vs " +
-                               withCommas(maxPage) +
-                               " B): vLLM refuses to unify them; the "
-                               "figures assume padded pages");
-        s.block = s.block * (maxPage / s.page);
-        if (s.block == 0)
-            s.block = block;
-        s.page = maxPage;
-    }
-    std::int64_t minN = std::numeric_limits<std::int64_t>::max(), maxN = 0;
-    for (const Spec& s : specs) {
-        minN = std::min(minN, s.c->n);
-        maxN = std::max(maxN, s.c->n);
-    }
-    std::int64_t groupSize = minN;
-    if (static_cast<double>(maxN) < static_cast<double>(minN) * 1.5)
-        groupSize = maxN;
-    std::int64_t groups = 0, padding = 0, need = 0,
-                 minBlock = std::numeric_limits<std::int64_t>::max();
-    for (const Spec& s : specs) {
-        const std::int64_t g = ceilDiv(s.c->n, groupSize);
-        groups += g;
-        padding += g * groupSize - s.c->n;
-        need += g * blocksNeeded(s);
-        minBlock = std::min(minBlock, s.block);
-    }
-    pg.pageBytes = maxPage;
-    pg.blockSize = block;
-    pg.groups = groups;
-    pg.groupSize = groupSize;
-    pg.paddingLayers = padding;
-    pg.blocks = pool / maxPage / groupSize;
-    pg.blocksPerRequest = need;
-    // _max_memory_usage_bytes_from_groups: group_size × page × Σ blocks needed.
-    pg.requestBytes = groupSize * maxPage * need;
-    pg.tokens = pg.blocks / groups * minBlock * d.dcp;
-    pg.concurrency = static_cast<double>(pg.blocks) / static_cast<double>(need);
-    if (padding > 0)
-        pg.notes.push_back("vLLM adds " + str(padding) + " padding layer(s) to make " +
-                           str(groups) + " KV cache groups of " + str(groupSize) + " layers");
-    return pg;
 }
 
 std::int64_t ceilDiv(std::int64_t a, std::int64_t b) {
@@ -593,6 +402,10 @@ Result<Report> evaluate(const ModelSpec& m, const GpuSpec& gpu, const Deployment
     r.kvProjParamsPerLayer = kvProjParamsPerLayer(m, latent ? 0 : hkv);
     r.kvProjParamsPerLayerModel = kvProjParamsPerLayer(m, 0);
     const LoadedWeights loaded = loadedWeights(m, d.weightDtype, d.tp);
+    if (r.kvProjParamsPerLayer != r.kvProjParamsPerLayerModel)
+        r.kvProjWeightBytesDelta =
+            loadedWeights(m, d.weightDtype, 1, latent ? 0 : hkv).kvProjectionBytes -
+            loadedWeights(m, d.weightDtype, 1).kvProjectionBytes;
     r.weightBytes = loaded.bytes;
     // The chapter's datasheet pool divides the checkpoint by TP; the vLLM pool takes what one
     // rank holds once loaded (replicated tensors, the rotary cache).

@@ -175,6 +175,9 @@ struct Report {
     ParamCount params;                          ///< the checkpoint's
     std::int64_t kvProjParamsPerLayer = 0;      ///< of the evaluated variant
     std::int64_t kvProjParamsPerLayerModel = 0; ///< of the checkpoint
+    /// The variant's K/V projection bytes minus the checkpoint's, as loaded (quantized values
+    /// with their scales): what an h_kv what-if adds to or takes from the weights.
+    std::int64_t kvProjWeightBytesDelta = 0;
     std::int64_t weightBytes = 0, weightBytesPerRank = 0;
 
     // One decode step at batch B and context S, per rank (why g > 8 buys little)

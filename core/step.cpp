@@ -3,6 +3,7 @@
 
 #include "core/format.h"
 #include "core/law.h"
+#include "core/weights.h"
 
 #include <algorithm>
 #include <cmath>
@@ -122,11 +123,19 @@ DecodeStep computeDecodeStep(const ModelSpec& m, const GpuSpec& gpu, const Deplo
     const double untouched =
         e > 0 ? routed * (1.0 - s.expertsTouchedPerMoeLayer / static_cast<double>(e)) : 0;
     const double head = static_cast<double>(m.tiedEmbeddings.value ? p.embedding : p.lmHead);
-    // Embeddings, lm_head, norms and routers stay 16-bit in an fp8 checkpoint (core/params.h).
-    const double sixteen = head + static_cast<double>(p.norms + p.router);
-    const double body = static_cast<double>(p.attention + p.mlp) - untouched;
-    const double bodyBytes = r.weightDtype == WeightDtype::FP8 ? 1.0 : 2.0;
-    s.weightBytes = std::llround((body * bodyBytes + sixteen * 2.0) / tp);
+    // Bytes as loaded (core/weights.cpp): quantized values with their scales and zero points,
+    // modules a checkpoint leaves 16-bit at 2 B. Embeddings, lm_head, norms and routers stay
+    // 16-bit in every quantized checkpoint (core/params.h). The untouched experts are taken
+    // off at the routed experts' own bytes per parameter.
+    const LoadedWeights loaded = loadedWeights(m, d.weightDtype, d.tp);
+    const double expertBytesPerParam =
+        p.experts > 0 ? static_cast<double>(loaded.expertBytes) / static_cast<double>(p.experts)
+                      : 0;
+    const double sixteen = (head + static_cast<double>(p.norms + p.router)) *
+                           static_cast<double>(loaded.unquantizedElementBytes);
+    const double body =
+        static_cast<double>(loaded.attentionMlpBytes) - untouched * expertBytesPerParam;
+    s.weightBytes = std::llround((body + sixteen) / tp);
 
     // --- KV: every request's cache read once ------------------------------------------------
     s.kvBytes = d.batch * r.requestBytesPerRank;

@@ -92,45 +92,10 @@ std::string sixteenName(const Resolved& r) {
     return r.dtype == WeightDtype::FP16 ? "fp16" : r.dtype == WeightDtype::FP32 ? "fp32" : "bf16";
 }
 
-/// Replaces the bare tokens Infinity, -Infinity and NaN outside strings with null.
-std::string withoutNonFiniteLiterals(const std::string& text) {
-    std::string out;
-    out.reserve(text.size());
-    bool inString = false;
-    for (std::size_t i = 0; i < text.size(); ++i) {
-        const char c = text[i];
-        if (inString) {
-            out += c;
-            if (c == '\\' && i + 1 < text.size())
-                out += text[++i];
-            else if (c == '"')
-                inString = false;
-            continue;
-        }
-        if (c == '"') {
-            inString = true;
-            out += c;
-            continue;
-        }
-        bool replaced = false;
-        for (const char* tok : {"-Infinity", "Infinity", "NaN"}) {
-            const std::size_t n = std::char_traits<char>::length(tok);
-            if (text.compare(i, n, tok) == 0) {
-                out += "null";
-                i += n - 1;
-                replaced = true;
-                break;
-            }
-        }
-        if (!replaced)
-            out += c;
-    }
-    return out;
-}
-
 } // namespace
 
-LoadedWeights loadedWeights(const ModelSpec& m, WeightDtype d, std::int64_t tp) {
+LoadedWeights loadedWeights(const ModelSpec& m, WeightDtype d, std::int64_t tp,
+                            std::int64_t kvHeads) {
     tp = std::max<std::int64_t>(1, tp);
     if (d != WeightDtype::Auto && resolve(m, WeightDtype::Auto).dtype == d)
         d = WeightDtype::Auto; // the checkpoint's own format, named explicitly
@@ -139,10 +104,11 @@ LoadedWeights loadedWeights(const ModelSpec& m, WeightDtype d, std::int64_t tp) 
     out.dtype = r.dtype;
     const bool quantized = !r.scheme.name.empty();
     const std::int64_t sixteen = r.elementBytes; // non-quantized tensors
+    out.unquantizedElementBytes = sixteen;
     const std::int64_t hkv = m.kvHeads.value;
     bool anyIgnored = false;
     double perRank = 0;
-    for (const WeightTensor& t : weightInventory(m)) {
+    for (const WeightTensor& t : weightInventory(m, kvHeads)) {
         const bool quantize = quantized && t.linear && quantizableRole(t.role) &&
                               (!r.scheme.expertsOnly || t.role == TensorRole::Expert) &&
                               !(r.spec && quantIgnores(*r.spec, t.module));
@@ -181,6 +147,13 @@ LoadedWeights loadedWeights(const ModelSpec& m, WeightDtype d, std::int64_t tp) 
             bytes = t.params() * sixteen;
         }
         out.bytes += bytes;
+        if (t.role == TensorRole::Attention || t.role == TensorRole::DenseMlp ||
+            t.role == TensorRole::SharedExpert || t.role == TensorRole::Expert)
+            out.attentionMlpBytes += bytes;
+        if (t.role == TensorRole::Expert)
+            out.expertBytes += bytes;
+        if (t.kvPart && t.linear)
+            out.kvProjectionBytes += bytes;
         perRank += rankBytes > 0 ? static_cast<double>(rankBytes)
                                  : static_cast<double>(bytes) / static_cast<double>(ways);
     }
@@ -233,22 +206,9 @@ Result<ModelSpec> loadModelSnapshot(const std::string& path) {
     std::error_code ec;
     fs::path p(path);
     const fs::path dir = fs::is_directory(p, ec) ? p : p.parent_path();
+    // loadModelConfigFile reads through parseJsonBounded, which takes Python's NaN/Infinity
+    // tokens (Nemotron-H: "time_step_limit": [0.0, Infinity]) as the doubles they name.
     auto m = loadModelConfigFile(path);
-    if (!m.ok() && m.error().field == "config.json") {
-        // Python's json.dumps writes Infinity/NaN (Nemotron-H: "time_step_limit": [0.0,
-        // Infinity]); read such a config with those tokens as null.
-        const fs::path file = fs::is_directory(p, ec) ? p / "config.json" : p;
-        auto text = readFileBounded(file.string(), "config.json", kMaxConfigBytes);
-        if (text.ok()) {
-            const std::string clean = withoutNonFiniteLiterals(text.value());
-            if (clean != text.value()) {
-                std::string name = file.stem().string();
-                if (name == "config" && file.has_parent_path())
-                    name = file.parent_path().filename().string();
-                m = parseModelConfig(clean, name);
-            }
-        }
-    }
     if (!m.ok())
         return m;
     // Only a folder's own config.json has companions (not "org__model.json" fixtures).

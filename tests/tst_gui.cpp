@@ -355,6 +355,71 @@ private Q_SLOTS:
         QVERIFY(w.layerRibbon()->mtpLayers() >= 1); // num_nextn_predict_layers = 1
     }
 
+    // The ribbon's marks per kind are core's layer groups, and the configs' own counts:
+    // Gemma-3-27B 62 layers, every 6th full (transformers' default sliding_window_pattern 6);
+    // gpt-oss-20b layer_types 12 sliding / 12 full; Nemotron-H-56B hybrid_override_pattern
+    // 54 M (mamba), 10 * (attention), 54 - (MLP, no cache); Qwen3.5-35B-A3B layer_types 30
+    // linear_attention (Gated DeltaNet) / 10 full_attention.
+    void layerRibbonCountsAreTheLayerGroups_data() {
+        QTest::addColumn<QString>("file");
+        QTest::addColumn<int>("full");
+        QTest::addColumn<int>("sliding");
+        QTest::addColumn<int>("mamba");
+        QTest::addColumn<int>("linear");
+        QTest::addColumn<int>("none");
+        QTest::newRow("gemma-3-27b") << "google__gemma-3-27b-it.json" << 10 << 52 << 0 << 0 << 0;
+        QTest::newRow("gpt-oss-20b") << "openai__gpt-oss-20b.json" << 12 << 12 << 0 << 0 << 0;
+        QTest::newRow("nemotron-h-56b")
+            << "nvidia__Nemotron-H-56B-Base-8K.json" << 10 << 0 << 54 << 0 << 54;
+        QTest::newRow("qwen3.5-35b-a3b") << "Qwen__Qwen3.5-35B-A3B.json" << 10 << 0 << 0 << 30 << 0;
+    }
+    void layerRibbonCountsAreTheLayerGroups() {
+        QFETCH(QString, file);
+        QFETCH(int, full);
+        QFETCH(int, sliding);
+        QFETCH(int, mamba);
+        QFETCH(int, linear);
+        QFETCH(int, none);
+        MainWindow w(MainWindow::Options{false, false});
+        w.resize(1600, 1000);
+        w.show();
+        QString err;
+        QVERIFY2(
+            w.loadModelRef(QDir(QStringLiteral(KVSCOPE_FIXTURES_2026_DIR)).filePath(file), &err),
+            qPrintable(err));
+        w.renderNow();
+        const auto& kinds = w.layerRibbon()->kinds();
+        const ModelSpec& m = w.state().model;
+        QCOMPARE(static_cast<std::int64_t>(kinds.size()), m.layers.value);
+        auto marks = [&](LayerKind k) {
+            return static_cast<int>(std::count(kinds.begin(), kinds.end(), k));
+        };
+        for (int k = 0; k <= static_cast<int>(LayerKind::None); ++k) {
+            const auto kind = static_cast<LayerKind>(k);
+            std::int64_t inGroups = 0;
+            for (const LayerGroup& g : m.layerGroups)
+                if (g.kind == kind)
+                    inGroups += g.count();
+            if (kind == LayerKind::None) // layers no group names are none
+                inGroups = m.layers.value - [&] {
+                    std::int64_t named = 0;
+                    for (const LayerGroup& g : m.layerGroups)
+                        if (g.kind != LayerKind::None)
+                            named += g.count();
+                    return named;
+                }();
+            QVERIFY2(marks(kind) == inGroups, qPrintable(QStringLiteral("%1: ribbon %2, groups %3")
+                                                             .arg(layerKindName(kind))
+                                                             .arg(marks(kind))
+                                                             .arg(inGroups)));
+        }
+        QCOMPARE(marks(LayerKind::Full), full);
+        QCOMPARE(marks(LayerKind::Sliding), sliding);
+        QCOMPARE(marks(LayerKind::Mamba), mamba);
+        QCOMPARE(marks(LayerKind::Linear), linear);
+        QCOMPARE(marks(LayerKind::None), none);
+    }
+
     void fixtureLoads_data() {
         QTest::addColumn<QString>("path");
         const QDir dir(QStringLiteral(KVSCOPE_FIXTURES_DIR));

@@ -1,6 +1,7 @@
 // The whole decode step on the roofline (core/step.h): hand-computed bytes, FLOPs and TP
 // traffic for Llama-3-70B and DeepSeek-V3, the chapter's "halving KV at 10% buys 5%", and the
 // MoE expected-experts formula against a brute-force count.
+#include "core/export.h"
 #include "core/format.h"
 #include "core/law.h"
 #include "core/presets.h"
@@ -84,6 +85,7 @@ private Q_SLOTS:
     void expectedExpertsMatchesBruteForce_data();
     void expectedExpertsMatchesBruteForce();
     void moeWeightsGrowWithBatch();
+    void fp8WhatIfWeightsAgree();
     void windowLayersCapAttention();
     void timeIsTheBindingTerm();
     void everyPresetHasAnInterconnect();
@@ -112,14 +114,22 @@ private Q_SLOTS:
 //
 // DeepSeek-V3 (L 61, d 7168, h 128, r 512, d_rope 64, d_nope 128, d_v 128, q_lora 1536,
 // V 129280, 3 dense layers of I 18432, 58 MoE layers of 256 routed + 1 shared experts of 2048,
-// top-8, fp8 weights with 16-bit embeddings/lm_head/norms/routers), TP 8, H200:
+// top-8, fp8 weights in 128 × 128 blocks with one fp32 scale each, 16-bit
+// embeddings/lm_head/norms/routers), TP 8, H200:
 //   attention params 11,413,547,008; MLP params 657,652,187,136; router 58·7168·256
 //   = 106,430,464; norms 123·7168 = 881,664; lm_head 926,679,040.
-//   One expert = 3·7168·2048 = 44,040,192 params; routed total 58·256·44,040,192.
-//   B = 1 touches 256·(1 − (1 − 8/256)) = 8 experts per layer; untouched = 58·248·44,040,192
-//   = 633,474,121,728. Weights read = ((11,413,547,008 + 657,652,187,136 − 633,474,121,728)
-//   · 1 B + (926,679,040 + 881,664 + 106,430,464) · 2 B) / 8 = 4,707,449,344 B.
-//   B = 64 touches 256·(1 − (31/32)^64) = 222.44 experts → 73,177,089,741 B.
+//   Attention per layer as loaded: q_a 1536·7168 + q_b 24576·1536 + kv_a 576·7168
+//   + kv_b 32768·512 + o 7168·16384 = 187,105,280 fp8 bytes; scales 12·56 + 192·12
+//   + ⌈576/128⌉·56 + 256·4 + 56·128 = 11,448 → 45,792 B; the q_a/kv_a layernorms 2048 · 2 B;
+//   = 187,155,168 B, × 61 = 11,416,465,248 B.
+//   Dense MLP layer: 3·18432·7168 = 396,361,728 + 3·144·56 scales · 4 B = 396,458,496 B.
+//   One expert = 3·7168·2048 = 44,040,192 params + 3·16·56 scales · 4 B = 44,050,944 B;
+//   the shared expert likewise; routed total 58·256 experts.
+//   B = 1 touches 256·(1 − (1 − 8/256)) = 8 experts per layer; weights read
+//   = (11,416,465,248 + 3·396,458,496 + 58·(1 + 8)·44,050,944
+//   + (926,679,040 + 881,664 + 106,430,464) · 2 B) / 8 = 37,668,415,840 / 8 = 4,708,551,980 B.
+//   B = 64 touches t = 256·(1 − (31/32)^64) = 222.4425 experts → (12,605,840,736
+//   + 58·(1 + t)·44,050,944 + 2,067,982,336) / 8 = 73,194,908,598 B.
 //   KV: (512 + 64) · 2 B · 61 = 70,272 B/token, replicated: × 8,192 × B.
 //   Activations per token per rank (h_rank 16): attention = (7168 + 1536) + (1536 + 16·192)
 //   + (7168 + 576) + (16·128 + 16·512) + (16·576 + 16·512) + (16·512 + 16·128)
@@ -163,12 +173,12 @@ void TestStep::handComputedStep_data() {
         << 327680.0 * 128 * 1024 << qint64(4587520LL * 1024) << "compute";
     QTest::newRow("deepseek-v3 tp8 b1 8k")
         << "deepseek-v3"
-        << "h200" << qint64(1) << qint64(8192) << qint64(4707449344) << qint64(70272LL * 8192)
+        << "h200" << qint64(1) << qint64(8192) << qint64(4708551980) << qint64(70272LL * 8192)
         << qint64(9905568LL * 2) << 2.0 * 36624721920.0 / 8 << 2123776.0 * 8192 << qint64(3060736)
         << "memory";
     QTest::newRow("deepseek-v3 tp8 b64 8k")
         << "deepseek-v3"
-        << "h200" << qint64(64) << qint64(8192) << qint64(73177089741)
+        << "h200" << qint64(64) << qint64(8192) << qint64(73194908598)
         << qint64(70272LL * 8192 * 64) << qint64(9905568LL * 2 * 64) << 2.0 * 36624721920.0 * 64 / 8
         << 2123776.0 * 8192 * 64 << qint64(3060736LL * 64) << "memory";
 }
@@ -273,15 +283,41 @@ void TestStep::moeWeightsGrowWithBatch() {
     const auto b512 = eval(ds, g, dep(8, 512, 8192)).step;
     QVERIFY(b512.expertsTouchedPerMoeLayer > 255.9);
     QVERIFY(b512.weightBytes > 10 * b1.weightBytes);
-    // Every expert touched: all of the checkpoint but the (gathered) embedding, / TP — up to
-    // the checkpoint's fp32 128 × 128 block scales (4 B per 16,384 weights), which the loaded
-    // weights count and the step's 1 byte per fp8 parameter does not.
+    // Every expert touched: all of the checkpoint as loaded (fp8 values and their fp32
+    // 128 × 128 block scales) but the (gathered) embedding, / TP; (1 − 8/256)^512 ≈ 1e-7 of
+    // the experts stay untouched.
     const auto r = eval(ds, g, dep(8, 512, 8192));
     const double all = static_cast<double>(r.weightBytes - 2 * r.params.embedding) / 8;
-    QVERIFY(near(static_cast<double>(b512.weightBytes), all, 5e-4));
+    QVERIFY2(near(static_cast<double>(b512.weightBytes), all, 1e-6),
+             qPrintable(QString::number(b512.weightBytes - all)));
     const auto llama = model("llama-3-70b");
     QCOMPARE(eval(llama, g, dep(8, 1, 8192)).step.weightBytes,
              eval(llama, g, dep(8, 256, 8192)).step.weightBytes);
+}
+
+void TestStep::fp8WhatIfWeightsAgree() {
+    // Llama-3-8B (L 32, d 4096, h_kv 8, d_h 128) as an fp8 checkpoint in 128 × 128 blocks with
+    // one fp32 scale each (the quantization_config of Qwen3-8B-FP8 and DeepSeek-V3), h_kv 4.
+    // Checkpoint k_proj and v_proj, 1024 × 4096 each: 4,194,304 B + 8·32 scales · 4 B = 4,195,328
+    // B. What-if, 512 × 4096: 2,097,152 + 4·32 · 4 = 2,097,664 B. Delta per layer
+    // 2·(2,097,664 − 4,195,328) = −4,195,328 B; × 32 layers = −134,250,496 B.
+    auto m = parseModelConfig(R"({"architectures": ["LlamaForCausalLM"], "model_type": "llama",
+        "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256,
+        "max_position_embeddings": 8192, "torch_dtype": "bfloat16",
+        "quantization_config": {"quant_method": "fp8", "activation_scheme": "dynamic",
+                                "weight_block_size": [128, 128]}})",
+                              "llama-3-8b-fp8");
+    QVERIFY2(m.ok(), m.ok() ? "" : m.error().message().c_str());
+    const auto g = gpu("h100-sxm");
+    const auto r = eval(m.value(), g, dep(1, 1, 8192, 4));
+    QVERIFY(r.weightDtype == WeightDtype::FP8);
+    QCOMPARE(r.kvProjWeightBytesDelta, qint64(-134250496));
+    // The export and the text report say the same bytes.
+    QCOMPARE(reportNumber(r, "kv_proj_weight_bytes_vs_checkpoint").value_or(0), -134250496.0);
+    const std::string text = textReport(m.value(), g, r);
+    const std::string row = "-" + humanBytes(134250496.0) + " fp8;";
+    QVERIFY2(text.find(row) != std::string::npos, text.c_str());
 }
 
 void TestStep::windowLayersCapAttention() {

@@ -23,6 +23,8 @@ QColor kindColor(LayerKind k, bool dark) {
         return QColor(0xcc, 0x79, 0xa7);
     case LayerKind::Mla:
         return QColor(0x00, 0x9e, 0x73);
+    case LayerKind::Compressed:
+        return dark ? QColor(0x7f, 0xd8, 0xbe) : QColor(0x00, 0x5f, 0x45);
     case LayerKind::Cross:
         return QColor(0xd5, 0x5e, 0x00);
     case LayerKind::Linear:
@@ -46,6 +48,8 @@ QString layerKindName(LayerKind k) {
         return QObject::tr("chunked");
     case LayerKind::Mla:
         return QObject::tr("MLA");
+    case LayerKind::Compressed:
+        return QObject::tr("compressed");
     case LayerKind::Cross:
         return QObject::tr("cross");
     case LayerKind::Linear:
@@ -60,11 +64,21 @@ QString layerKindName(LayerKind k) {
 
 std::vector<LayerKind> layerKindsFromModel(const ModelSpec& m) {
     const auto n = static_cast<std::size_t>(std::max<std::int64_t>(0, m.layers.value));
-    std::vector<LayerKind> out(n, m.mla ? LayerKind::Mla : LayerKind::Full);
-    if (!m.mla)
-        for (std::size_t i = 0; i < n && i < m.layerWindow.size(); ++i)
-            if (m.layerWindow[i] > 0)
-                out[i] = LayerKind::Sliding;
+    std::vector<LayerKind> out(n, LayerKind::None);
+    for (const LayerGroup& g : m.layerGroups)
+        for (std::int64_t i : g.layers)
+            if (i >= 0 && static_cast<std::size_t>(i) < n)
+                out[static_cast<std::size_t>(i)] = g.kind;
+    return out;
+}
+
+std::vector<std::int64_t> layerWindowsFromModel(const ModelSpec& m) {
+    const auto n = static_cast<std::size_t>(std::max<std::int64_t>(0, m.layers.value));
+    std::vector<std::int64_t> out(n, 0);
+    for (const LayerGroup& g : m.layerGroups)
+        for (std::int64_t i : g.layers)
+            if (i >= 0 && static_cast<std::size_t>(i) < n)
+                out[static_cast<std::size_t>(i)] = g.window.value_or(0);
     return out;
 }
 
@@ -153,10 +167,13 @@ QString LayerRibbon::toolTipAt(const QPointF& pos) const {
         const LayerKind k = kinds_[static_cast<std::size_t>(i)];
         const auto win =
             i < static_cast<int>(windows_.size()) ? windows_[static_cast<std::size_t>(i)] : 0;
+        const QString w = QString::fromStdString(withCommas(win));
         if (k == LayerKind::Sliding && win > 0)
-            return tr("layer %1: sliding window %2 tokens")
-                .arg(i)
-                .arg(QString::fromStdString(withCommas(win)));
+            return tr("layer %1: sliding window %2 tokens").arg(i).arg(w);
+        if (k == LayerKind::Chunked && win > 0)
+            return tr("layer %1: chunked, %2-token chunks").arg(i).arg(w);
+        if (k == LayerKind::Compressed && win > 0)
+            return tr("layer %1: compressed, one entry per %2 tokens").arg(i).arg(w);
         return tr("layer %1: %2").arg(i).arg(layerKindName(k));
     }
     return {};

@@ -1,9 +1,10 @@
 // One mark per layer, coloured by what the layer's attention keeps: full, sliding window,
-// chunked, MLA, cross, linear, Mamba, none; the multi-token-prediction layers apart at the
-// end. Fed a plain per-layer list (layerKindsFromModel fills it from what core knows today:
-// ModelSpec::layerWindow and the MLA flag).
+// chunked, MLA, compressed, cross, linear, Mamba, none; the multi-token-prediction layers apart
+// at the end. Fed a plain per-layer list that layerKindsFromModel fills from core's layer groups
+// (ModelSpec::layerGroups, core/layers.h).
 #pragma once
 
+#include "core/layers.h"
 #include "core/model.h"
 
 #include <QWidget>
@@ -11,20 +12,24 @@
 
 namespace kvscope::ui {
 
-enum class LayerKind { Full, Sliding, Chunked, Mla, Cross, Linear, Mamba, None };
+/// Core's kinds (core/layers.h), one per decoder layer.
+using LayerKind = kvscope::LayerKind;
 
 /// "full", "sliding", ... (the legend's words).
 QString layerKindName(LayerKind k);
-/// Every layer's kind from the model: MLA for an MLA model, else sliding where
-/// layerWindow[i] > 0 and full elsewhere.
+/// Every decoder layer's kind from the model's layer groups (a layer no group names is none).
 std::vector<LayerKind> layerKindsFromModel(const kvscope::ModelSpec& m);
+/// Every decoder layer's window from the layer groups: the sliding window, the chunk, or the
+/// compress ratio; 0 where the layer has none.
+std::vector<std::int64_t> layerWindowsFromModel(const kvscope::ModelSpec& m);
 
 class LayerRibbon : public QWidget {
     Q_OBJECT
 public:
     explicit LayerRibbon(QWidget* parent = nullptr);
 
-    /// `windows[i]`: layer i's window (0 = none); `mtp`: multi-token-prediction layers.
+    /// `windows[i]`: layer i's window, chunk or compress ratio (0 = none); `mtp`:
+    /// multi-token-prediction layers.
     void setLayers(std::vector<LayerKind> kinds, std::vector<std::int64_t> windows,
                    std::int64_t mtp);
     const std::vector<LayerKind>& kinds() const { return kinds_; }

@@ -542,7 +542,7 @@ void MainWindow::refreshNow() {
     if (key != modelPanelKey_) {
         modelPanelKey_ = key;
         modelPanel_->setState(state_, report_);
-        ribbon_->setLayers(layerKindsFromModel(state_.model), state_.model.layerWindow,
+        ribbon_->setLayers(layerKindsFromModel(state_.model), layerWindowsFromModel(state_.model),
                            state_.model.mtpLayers.value);
     } else {
         modelPanel_->setWarnings(state_, report_);
