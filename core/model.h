@@ -7,6 +7,7 @@
 #include "core/weightspec.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,11 @@ std::string toString(AttentionKind k);
 
 /// Classifies a GQA-family head layout: h_kv == h → MHA, h_kv == 1 → MQA, else GQA.
 AttentionKind classifyHeads(std::int64_t qHeads, std::int64_t kvHeads);
+
+/// The model's own weight tensors, listed once on first use (core/params.cpp) and shared by
+/// every copy of the spec. A ModelSpec is not changed once resolved, so the list stays valid.
+struct WeightInventoryCache;
+std::shared_ptr<WeightInventoryCache> newWeightInventoryCache();
 
 struct ModelSpec {
     std::string name;         ///< preset id or file stem
@@ -79,6 +85,10 @@ struct ModelSpec {
     std::vector<LayerGroup> layerGroups;
 
     std::vector<std::string> warnings;
+
+    /// Filled by weightInventory; an evaluate asks for the list several times, a slider drag
+    /// evaluates hundreds of deployments.
+    std::shared_ptr<WeightInventoryCache> inventoryCache = newWeightInventoryCache();
 
     WeightSpec weights; ///< layout, extra projections, vision, quantization (core/weightspec.h)
 

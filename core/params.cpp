@@ -10,6 +10,9 @@
 #include "core/weights.h"
 
 #include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
 
 namespace kvscope {
 
@@ -175,9 +178,7 @@ void addLayer(Builder& b, const ModelSpec& m, std::size_t i, std::int64_t kvHead
     }
 }
 
-} // namespace
-
-std::vector<WeightTensor> weightInventory(const ModelSpec& m, std::int64_t kvHeads) {
+std::vector<WeightTensor> buildInventory(const ModelSpec& m, std::int64_t kvHeads) {
     std::vector<WeightTensor> out;
     const std::int64_t d = m.hidden.value;
     const std::int64_t vocab = m.vocab.value > 0 ? m.vocab.value : m.weights.vocabFallback;
@@ -197,6 +198,30 @@ std::vector<WeightTensor> weightInventory(const ModelSpec& m, std::int64_t kvHea
     return out;
 }
 
+} // namespace
+
+struct WeightInventoryCache {
+    std::mutex mutex;
+    std::map<std::int64_t, std::shared_ptr<const std::vector<WeightTensor>>> byKvHeads;
+};
+
+std::shared_ptr<WeightInventoryCache> newWeightInventoryCache() {
+    return std::make_shared<WeightInventoryCache>();
+}
+
+std::shared_ptr<const std::vector<WeightTensor>> weightInventory(const ModelSpec& m,
+                                                                 std::int64_t kvHeads) {
+    kvHeads = std::max<std::int64_t>(0, kvHeads); // 0: the model's own K/V layout
+    if (!m.inventoryCache)
+        return std::make_shared<const std::vector<WeightTensor>>(buildInventory(m, kvHeads));
+    WeightInventoryCache& c = *m.inventoryCache;
+    const std::lock_guard<std::mutex> lock(c.mutex);
+    auto& slot = c.byKvHeads[kvHeads];
+    if (!slot)
+        slot = std::make_shared<const std::vector<WeightTensor>>(buildInventory(m, kvHeads));
+    return slot;
+}
+
 std::int64_t kvProjParamsPerLayer(const ModelSpec& m, std::int64_t kvHeads) {
     const std::int64_t d = m.hidden.value;
     if (m.mla && kvHeads <= 0) {
@@ -209,7 +234,7 @@ std::int64_t kvProjParamsPerLayer(const ModelSpec& m, std::int64_t kvHeads) {
 
 ParamCount countParams(const ModelSpec& m, std::int64_t kvHeads) {
     ParamCount p;
-    for (const WeightTensor& t : weightInventory(m, kvHeads)) {
+    for (const WeightTensor& t : *weightInventory(m, kvHeads)) {
         const std::int64_t n = t.params();
         switch (t.role) {
         case TensorRole::Embedding:

@@ -61,7 +61,9 @@ struct WeightTensor {
 
 /// Every weight of the served language model (MTP and vision apart) for the model's own h_kv,
 /// or `kvHeads` as a what-if (GQA family).
-std::vector<WeightTensor> weightInventory(const ModelSpec& m, std::int64_t kvHeads = 0);
+/// The model's own list is built once per resolved model and shared; a what-if builds its own.
+std::shared_ptr<const std::vector<WeightTensor>> weightInventory(const ModelSpec& m,
+                                                                 std::int64_t kvHeads = 0);
 
 /// Counts the checkpoint's parameters. For the GQA family `kvHeads` overrides h_kv (a
 /// what-if); pass 0 to use the model's own.

@@ -108,7 +108,7 @@ LoadedWeights loadedWeights(const ModelSpec& m, WeightDtype d, std::int64_t tp,
     const std::int64_t hkv = m.kvHeads.value;
     bool anyIgnored = false;
     double perRank = 0;
-    for (const WeightTensor& t : weightInventory(m, kvHeads)) {
+    for (const WeightTensor& t : *weightInventory(m, kvHeads)) {
         const bool quantize = quantized && t.linear && quantizableRole(t.role) &&
                               (!r.scheme.expertsOnly || t.role == TensorRole::Expert) &&
                               !(r.spec && quantIgnores(*r.spec, t.module));
