@@ -230,4 +230,18 @@ Result<std::string> readFileBounded(const std::string& path, const std::string& 
     return ss.str();
 }
 
+const char* jsonTypeName(const nlohmann::json& v) {
+    if (v.is_string())
+        return "a string";
+    if (v.is_boolean())
+        return "a boolean";
+    if (v.is_array())
+        return "an array";
+    if (v.is_object())
+        return "an object";
+    if (v.is_null())
+        return "null";
+    return "a number";
+}
+
 } // namespace kvscope

@@ -20,6 +20,9 @@ Result<nlohmann::json> parseJsonBounded(std::string_view text, const std::string
 /// A fragment of input fit to echo in a one-line message: invalid UTF-8 sequences become
 /// U+FFFD, control characters (and U+2028/U+2029) become \xNN / \uNNNN escapes, and the result
 /// is cut to at most `maxBytes` bytes (with "..." appended) on a character boundary.
+/// "a string", "an array", "null", ...: what a config value was, for a one-line error.
+const char* jsonTypeName(const nlohmann::json& v);
+
 std::string sanitizeForMessage(std::string_view text, std::size_t maxBytes = 120);
 
 /// Reads a whole file (at most maxBytes) or returns an error naming `what`.

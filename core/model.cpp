@@ -100,7 +100,7 @@ public:
                     return makeError(k, "must be an integer, got " + v->dump());
                 out = static_cast<std::int64_t>(d);
             } else {
-                return makeError(k, std::string("must be an integer, got ") + typeName(*v));
+                return makeError(k, std::string("must be an integer, got ") + jsonTypeName(*v));
             }
             if (out < min)
                 return makeError(k, min == 1
@@ -120,27 +120,13 @@ public:
         if (!v)
             return std::optional<bool>{};
         if (!v->is_boolean())
-            return makeError(key, std::string("must be true or false, got ") + typeName(*v));
+            return makeError(key, std::string("must be true or false, got ") + jsonTypeName(*v));
         return std::optional<bool>{v->get<bool>()};
     }
 
     std::string string(const char* key) const {
         const json* v = find(key);
         return (v && v->is_string()) ? v->get<std::string>() : std::string();
-    }
-
-    static const char* typeName(const json& v) {
-        if (v.is_string())
-            return "a string";
-        if (v.is_boolean())
-            return "a boolean";
-        if (v.is_array())
-            return "an array";
-        if (v.is_object())
-            return "an object";
-        if (v.is_null())
-            return "null";
-        return "a number";
     }
 
 private:

@@ -17,6 +17,8 @@
 //               int8 absmax per 64 with double quantization; 8-bit: int8 with a fp32 scale per row.
 #include "core/quant.h"
 
+#include "core/jsonutil.h"
+
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -35,20 +37,6 @@ std::string lower(std::string s) {
     return s;
 }
 
-const char* typeName(const json& v) {
-    if (v.is_string())
-        return "a string";
-    if (v.is_boolean())
-        return "a boolean";
-    if (v.is_array())
-        return "an array";
-    if (v.is_object())
-        return "an object";
-    if (v.is_null())
-        return "null";
-    return "a number";
-}
-
 const json* member(const json& o, const char* key) {
     auto it = o.find(key);
     if (it == o.end() || it->is_null())
@@ -61,7 +49,8 @@ Result<std::string> optString(const json& o, const char* key, const std::string&
     if (!v)
         return std::string();
     if (!v->is_string())
-        return makeError(field + "." + key, std::string("must be a string, got ") + typeName(*v));
+        return makeError(field + "." + key,
+                         std::string("must be a string, got ") + jsonTypeName(*v));
     return v->get<std::string>();
 }
 
@@ -71,7 +60,8 @@ Result<std::int64_t> optInt(const json& o, const char* key, const std::string& f
     if (!v)
         return fallback;
     if (!v->is_number_integer())
-        return makeError(field + "." + key, std::string("must be an integer, got ") + typeName(*v));
+        return makeError(field + "." + key,
+                         std::string("must be an integer, got ") + jsonTypeName(*v));
     if (v->is_number_unsigned() && v->get<std::uint64_t>() > static_cast<std::uint64_t>(max))
         return makeError(field + "." + key, "must be at most " + std::to_string(max));
     const std::int64_t n = v->get<std::int64_t>();
@@ -87,7 +77,7 @@ Result<std::optional<bool>> optBool(const json& o, const char* key, const std::s
         return std::optional<bool>{};
     if (!v->is_boolean())
         return makeError(field + "." + key,
-                         std::string("must be true or false, got ") + typeName(*v));
+                         std::string("must be true or false, got ") + jsonTypeName(*v));
     return std::optional<bool>{v->get<bool>()};
 }
 
@@ -100,14 +90,15 @@ Status readIgnore(const json& o, std::initializer_list<const char*> keys, const 
             continue;
         if (!v->is_array())
             return makeError(field + "." + k,
-                             std::string("must be an array of module names, got ") + typeName(*v));
+                             std::string("must be an array of module names, got ") +
+                                 jsonTypeName(*v));
         if (v->size() > 100000)
             return makeError(field + "." + k, "has more than 100,000 entries");
         for (std::size_t i = 0; i < v->size(); ++i) {
             const json& e = (*v)[i];
             if (!e.is_string())
                 return makeError(field + "." + k + "[" + std::to_string(i) + "]",
-                                 std::string("must be a string, got ") + typeName(e));
+                                 std::string("must be a string, got ") + jsonTypeName(e));
             std::string s = e.get<std::string>();
             if (s.rfind("re:", 0) == 0) {
                 try {
@@ -215,21 +206,21 @@ Status parseCompressedTensors(const json& qc, const std::string& f, QuantSpec& q
     const json* groups = member(qc, "config_groups");
     if (!groups || !groups->is_object() || groups->empty())
         return makeError(f + ".config_groups",
-                         groups
-                             ? std::string("must be a non-empty object, got ") + typeName(*groups)
-                             : std::string("missing"));
+                         groups ? std::string("must be a non-empty object, got ") +
+                                      jsonTypeName(*groups)
+                                : std::string("missing"));
     // The engines apply the group whose targets match a module; checkpoints in practice carry
     // one group for "Linear". Use the first group that quantizes weights.
     for (auto it = groups->begin(); it != groups->end(); ++it) {
         const std::string gf = f + ".config_groups." + it.key();
         if (!it->is_object())
-            return makeError(gf, std::string("must be an object, got ") + typeName(*it));
+            return makeError(gf, std::string("must be an object, got ") + jsonTypeName(*it));
         const json* w = member(*it, "weights");
         if (!w)
             continue;
         if (!w->is_object())
             return makeError(gf + ".weights",
-                             std::string("must be an object, got ") + typeName(*w));
+                             std::string("must be an object, got ") + jsonTypeName(*w));
         const std::string wf = gf + ".weights";
         auto bits = optInt(*w, "num_bits", wf, 0, 1, 16);
         if (!bits.ok())
@@ -406,7 +397,7 @@ Result<QuantSpec> parseQuantization(const json& root, const json* hfQuant) {
     if (!qc)
         return q;
     if (!qc->is_object())
-        return makeError(f, std::string("must be an object, got ") + typeName(*qc));
+        return makeError(f, std::string("must be an object, got ") + jsonTypeName(*qc));
     auto methodText = optString(*qc, "quant_method", f);
     if (!methodText.ok())
         return methodText.error();

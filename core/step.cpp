@@ -1,6 +1,7 @@
 // The whole decode step per rank: bytes, FLOPs, tensor-parallel traffic and the time bound.
 #include "core/step.h"
 
+#include "core/export.h"
 #include "core/format.h"
 #include "core/law.h"
 #include "core/weights.h"
@@ -295,15 +296,6 @@ std::vector<StepSweepRow> stepSweep(const ModelSpec& m, const GpuSpec& gpu, cons
 }
 
 namespace {
-
-std::string csvField(const std::string& s) {
-    if (s.find_first_of(",\"\n") == std::string::npos)
-        return s;
-    std::string out = "\"";
-    for (char c : s)
-        out += c == '"' ? std::string("\"\"") : std::string(1, c);
-    return out + "\"";
-}
 
 std::string padTo(std::string s, std::size_t width) {
     if (s.size() < width)

@@ -1,5 +1,6 @@
 // kvscope-cli sweep: the size numbers over TP ∈ {1, 2, 4, …} and every valid h_kv.
 #include "command.h"
+#include "core/export.h"
 #include "core/format.h"
 #include "core/step.h"
 #include "options.h"
@@ -11,14 +12,7 @@
 
 namespace {
 
-std::string csvField(const std::string& s) {
-    if (s.find_first_of(",\"\n") == std::string::npos)
-        return s;
-    std::string out = "\"";
-    for (char c : s)
-        out += c == '"' ? std::string("\"\"") : std::string(1, c);
-    return out + "\"";
-}
+using kvscope::csvField;
 
 struct SweepArgs {
     kvscope::FieldTexts texts;
