@@ -1,7 +1,7 @@
 #include "core/format.h"
 
 #include "core/engines/engines.h"
-#include "core/weights.h"
+#include "core/model/weights.h"
 
 #include <cmath>
 #include <cstdio>

@@ -1,7 +1,7 @@
 // Human-readable units and the report renderings shared by the CLI and the GUI.
 #pragma once
 
-#include "core/law.h"
+#include "core/law/law.h"
 
 #include <cstdint>
 #include <string>

@@ -1,6 +1,6 @@
 #include "gpu/measureplan.h"
 
-#include "core/law.h"
+#include "core/law/law.h"
 
 #include <algorithm>
 

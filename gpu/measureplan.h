@@ -4,7 +4,7 @@
 // that kvscope_gpu itself stays free of core.
 #pragma once
 
-#include "core/model.h"
+#include "core/model/model.h"
 #include "gpu/backend.h"
 #include "gpu/step.h"
 

@@ -1,5 +1,5 @@
 // The shape-level parts of the step measurement: names, validation, the counts (as
-// core/step.cpp counts a decode step, per layer) and the backend factory.
+// core/law/step.cpp counts a decode step, per layer) and the backend factory.
 #include "gpu/step.h"
 
 #include <cstdio>
@@ -46,7 +46,7 @@ std::string validateStepShape(const StepShape& s) {
 }
 
 StepCounts countStep(const StepShape& s) {
-    // Per layer, as core/step.cpp: weights read once (bf16), the batch's KV read once, and the
+    // Per layer, as core/law/step.cpp: weights read once (bf16), the batch's KV read once, and the
     // activation elements of attentionActivationElements() + the residual (8d: vLLM's
     // fused_add_rms_norm reads input and residual and writes both, twice per layer) +
     // mlpActivationElements(), 2 bytes each.

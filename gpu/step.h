@@ -1,7 +1,7 @@
 // One whole decode step of a scaled layer stack, measured on a backend: a few layers of a
 // model's real per-rank shapes (RMSNorm, QKV GEMM, decode attention over a K/V cache of S
 // tokens, O GEMM, gated or plain MLP) run for B requests, timed, and placed against the
-// measured ceilings. The bytes and FLOPs are counted the way core/step.cpp counts a decode
+// measured ceilings. The bytes and FLOPs are counted the way core/law/step.cpp counts a decode
 // step, restricted to the layers that run (no embedding, no lm_head: those are per model, not
 // per layer), so the measured per-layer time scales to the model's layer count.
 //
@@ -18,7 +18,7 @@
 namespace kvscope::gpu {
 
 /// The per-rank shapes of the layers that run. Weights are bf16; activations travel in bf16
-/// between kernels (as core/step.cpp assumes); the residual stream stays fp32 in registers of
+/// between kernels (as core/law/step.cpp assumes); the residual stream stays fp32 in registers of
 /// the norm kernels and is stored as bf16.
 struct StepShape {
     std::int64_t layers = 2;           ///< layers that run (a few; the model has modelLayers)
@@ -39,7 +39,7 @@ std::string describe(const StepShape& shape);
 /// "" when the shape makes sense, else one line naming the field.
 std::string validateStepShape(const StepShape& shape);
 
-/// What the layers that run must move and compute, counted as core/step.cpp counts a layer.
+/// What the layers that run must move and compute, counted as core/law/step.cpp counts a layer.
 struct StepCounts {
     double weightBytes = 0;     ///< attention + MLP + the two norms' weights, read once, bf16
     double kvBytes = 0;         ///< B · S · 2 · h_kv · d_h · b_kv per layer

@@ -22,6 +22,8 @@ if(KVSCOPE_FUZZ)
     # through evaluate), so a new core file needs no second list here.
     get_target_property(_core_sources kvscope_core SOURCES)
     list(FILTER _core_sources INCLUDE REGEX "\\.cpp$")
+    get_target_property(_core_dir kvscope_core SOURCE_DIR)
+    list(TRANSFORM _core_sources PREPEND ${_core_dir}/ REGEX "^[^/]")
     set(_fuzz_sources ${PROJECT_SOURCE_DIR}/tests/fuzz/fuzz_config.cpp ${_core_sources})
     get_target_property(_json_inc nlohmann_json::nlohmann_json INTERFACE_INCLUDE_DIRECTORIES)
     set(_fuzz_includes -I${PROJECT_SOURCE_DIR})

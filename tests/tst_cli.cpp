@@ -1,8 +1,8 @@
 // kvscope-cli's contract: the chapter's headline numbers, the --json keys, and exit status 2
 // with exactly one "error:" line for every kind of bad input.
 #include "cli_runner.h"
-#include "core/schema.h"
-#include "core/session.h"
+#include "core/features/schema.h"
+#include "core/features/session.h"
 #include "core/version.h"
 
 #include <QJsonDocument>
@@ -126,7 +126,7 @@ void TestCli::sweepCsv() {
 }
 
 void TestCli::sweepBatchStepTable() {
-    // --batch: the decode step for every h_kv and batch at --tp (core/step.h).
+    // --batch: the decode step for every h_kv and batch at --tp (core/law/step.h).
     const Run r = cli(words("sweep --model llama-3-70b --gpu h200 --tp 2 --batch 1,6 --csv"));
     QCOMPARE(r.exitCode, 0);
     const auto lines = r.out.split(QLatin1Char('\n'), Qt::SkipEmptyParts);

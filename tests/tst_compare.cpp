@@ -1,8 +1,8 @@
 // Compare: ratios B / A and their phrasing, side errors, and `kvscope-cli compare`.
 #include "cli_runner.h"
-#include "core/compare.h"
-#include "core/export.h"
-#include "core/presets.h"
+#include "core/features/compare.h"
+#include "core/features/export.h"
+#include "core/model/presets.h"
 
 #include <QJsonDocument>
 #include <QJsonObject>

@@ -3,8 +3,8 @@
 // pool terms against what kvscope predicts for the logged release.
 #include "cli_runner.h"
 #include "core/engines/engines.h"
-#include "core/explain_log.h"
-#include "core/presets.h"
+#include "core/engines/explain_log.h"
+#include "core/model/presets.h"
 
 #include <QFile>
 #include <QTemporaryDir>
@@ -210,7 +210,7 @@ private Q_SLOTS:
     }
 
     // Every log kvscope can model: the engine's token count within the row's target, kvscope's
-    // own weights (quantized ones as loaded, core/weights.cpp) within 2% of "Model loading
+    // own weights (quantized ones as loaded, core/model/weights.cpp) within 2% of "Model loading
     // took", and each logged pool term within 0.3 GiB. Hybrid models go through vLLM's hybrid
     // allocator (groups, shared page size, padding layers).
     void fixtureLogs_data() {

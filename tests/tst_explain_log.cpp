@@ -1,7 +1,7 @@
 // Engine logs: what is read from realistic vLLM (V1 and V0) and SGLang startup logs, the
 // model-name mapping, the term-by-term explanation, and `kvscope-cli explain-log`.
 #include "cli_runner.h"
-#include "core/explain_log.h"
+#include "core/engines/explain_log.h"
 
 #include <QJsonArray>
 #include <QJsonDocument>

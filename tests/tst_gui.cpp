@@ -1,10 +1,10 @@
 // GUI tests, offscreen: sliders drive the numbers panel to core's values, every fixture config
 // loads, a malformed config shows the banner and keeps the old model, and the screenshot is a
 // real, non-blank window.
+#include "core/features/schema.h"
 #include "core/format.h"
-#include "core/law.h"
-#include "core/presets.h"
-#include "core/schema.h"
+#include "core/law/law.h"
+#include "core/model/presets.h"
 #include "ui/kvstripsview.h"
 #include "ui/layerribbon.h"
 #include "ui/mainwindow.h"
@@ -342,15 +342,16 @@ private Q_SLOTS:
         const auto& kinds = w.layerRibbon()->kinds();
         QCOMPARE(static_cast<std::int64_t>(kinds.size()), g.layers.value);
         QVERIFY(g.windowLayerCount() > 0); // Gemma-2 alternates sliding and full layers
-        QCOMPARE(
-            static_cast<std::int64_t>(std::count(kinds.begin(), kinds.end(), ui::LayerKind::Sliding)),
-            g.windowLayerCount());
+        QCOMPARE(static_cast<std::int64_t>(
+                     std::count(kinds.begin(), kinds.end(), ui::LayerKind::Sliding)),
+                 g.windowLayerCount());
         QVERIFY(std::count(kinds.begin(), kinds.end(), ui::LayerKind::Full) > 0);
         QVERIFY(w.loadModelRef(QStringLiteral("deepseek-v3")));
         w.renderNow();
         const auto& ds = w.layerRibbon()->kinds();
         QCOMPARE(static_cast<std::int64_t>(ds.size()), w.state().model.layers.value);
-        QVERIFY(std::all_of(ds.begin(), ds.end(), [](ui::LayerKind k) { return k == ui::LayerKind::Mla; }));
+        QVERIFY(std::all_of(ds.begin(), ds.end(),
+                            [](ui::LayerKind k) { return k == ui::LayerKind::Mla; }));
         QCOMPARE(w.layerRibbon()->mtpLayers(), w.state().model.mtpLayers.value);
         QVERIFY(w.layerRibbon()->mtpLayers() >= 1); // num_nextn_predict_layers = 1
     }

@@ -1,8 +1,8 @@
 // The GUI features driven through the real MainWindow (offscreen).
-#include "core/explain_log.h"
-#include "core/export.h"
+#include "core/engines/explain_log.h"
+#include "core/features/export.h"
+#include "core/features/story.h"
 #include "core/format.h"
-#include "core/story.h"
 #include "ui/compare.h"
 #include "ui/explainlog.h"
 #include "ui/features.h"

@@ -1,7 +1,7 @@
 // docs/formulas.md §7, row by row, plus one test per validation rule.
 #include "core/format.h"
-#include "core/law.h"
-#include "core/presets.h"
+#include "core/law/law.h"
+#include "core/model/presets.h"
 
 #include <QtTest/QtTest>
 #include <cmath>

@@ -2,12 +2,12 @@
 // computed by hand from the config below; vLLM's hybrid allocator pages them; hostile inputs
 // (unknown kinds, wrong lengths, NaN/Infinity, invalid UTF-8) give one valid-UTF-8 error line.
 #include "core/format.h"
-#include "core/gpu.h"
 #include "core/jsonutil.h"
-#include "core/law.h"
-#include "core/layers.h"
-#include "core/model.h"
-#include "core/presets.h"
+#include "core/law/law.h"
+#include "core/model/gpu.h"
+#include "core/model/layers.h"
+#include "core/model/model.h"
+#include "core/model/presets.h"
 
 #include <QtTest/QtTest>
 #include <nlohmann/json.hpp>

@@ -1,9 +1,9 @@
 // Config resolution over the real fixture configs (docs/formulas.md §1), parameter totals against
 // published counts, and malformed, truncated and hostile JSON.
-#include "core/law.h"
-#include "core/model.h"
-#include "core/params.h"
-#include "core/presets.h"
+#include "core/law/law.h"
+#include "core/model/model.h"
+#include "core/model/params.h"
+#include "core/model/presets.h"
 
 #include <QtTest/QtTest>
 #include <cmath>

@@ -1,13 +1,12 @@
 // The planner: hand-computed cases, every returned option re-verified with evaluate, the
 // reasons candidates fail, and `kvscope-cli plan`.
-#include "core/plan.h"
-#include "core/presets.h"
+#include "cli_runner.h"
+#include "core/features/plan.h"
+#include "core/model/presets.h"
 
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
-#include "cli_runner.h"
-
 #include <QTest>
 
 using namespace kvscope;

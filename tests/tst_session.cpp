@@ -1,7 +1,7 @@
 // Sessions: JSON round trip, one-line errors naming the field, and the Hugging Face cache scan.
-#include "core/presets.h"
-#include "core/schema.h"
-#include "core/session.h"
+#include "core/features/schema.h"
+#include "core/features/session.h"
+#include "core/model/presets.h"
 
 #include <QDir>
 #include <QFile>
@@ -161,7 +161,7 @@ private Q_SLOTS:
                     f.group != FieldGroup::Deployment,
                 f.flag.c_str()); // one name: the flag is the key with dashes
         }
-        QCOMPARE(deploymentRows, 15); // every member of Deployment (core/law.h)
+        QCOMPARE(deploymentRows, 15); // every member of Deployment (core/law/law.h)
         QCOMPARE(findField("--util"), findField("gpu_mem_util"));
         QCOMPARE(findField("util"), findField("--gpu-mem-util"));
     }

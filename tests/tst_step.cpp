@@ -1,11 +1,11 @@
-// The whole decode step on the roofline (core/step.h): hand-computed bytes, FLOPs and TP
+// The whole decode step on the roofline (core/law/step.h): hand-computed bytes, FLOPs and TP
 // traffic for Llama-3-70B and DeepSeek-V3, the chapter's "halving KV at 10% buys 5%", and the
 // MoE expected-experts formula against a brute-force count.
-#include "core/export.h"
+#include "core/features/export.h"
 #include "core/format.h"
-#include "core/law.h"
-#include "core/presets.h"
-#include "core/step.h"
+#include "core/law/law.h"
+#include "core/law/step.h"
+#include "core/model/presets.h"
 
 #include <QtTest/QtTest>
 #include <cmath>

@@ -1,8 +1,8 @@
 // The "Decode step" view (ui/stepplot.*): it draws every KV layout of the model against batch
 // from core's step, marks the batch where KV reaches 10% of the step, and is docked in the
 // window, following its state.
-#include "core/presets.h"
-#include "core/step.h"
+#include "core/law/step.h"
+#include "core/model/presets.h"
 #include "ui/mainwindow.h"
 #include "ui/stepplot.h"
 

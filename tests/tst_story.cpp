@@ -1,6 +1,6 @@
 // Story files: the chapter's story parses and every quoted number is what core computes;
 // broken stories fail with one line naming the step and field; the cursor clamps.
-#include "core/story.h"
+#include "core/features/story.h"
 
 #include <QProcess>
 #include <QTest>

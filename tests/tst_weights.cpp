@@ -1,14 +1,14 @@
 // Weights as the engines load them and parameter totals of the 2026 families: every config in
 // configs-2026 against its model card's published total, the engine logs' "Model loading took
 // X GiB" (per rank at TP > 1), the quantization formats and hostile quantization configs.
-#include "core/dtype.h"
-#include "core/gpu.h"
-#include "core/law.h"
-#include "core/model.h"
-#include "core/params.h"
-#include "core/presets.h"
-#include "core/quant.h"
-#include "core/weights.h"
+#include "core/law/law.h"
+#include "core/model/dtype.h"
+#include "core/model/gpu.h"
+#include "core/model/model.h"
+#include "core/model/params.h"
+#include "core/model/presets.h"
+#include "core/model/quant.h"
+#include "core/model/weights.h"
 
 #include <QtTest/QtTest>
 #include <cmath>

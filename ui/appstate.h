@@ -2,9 +2,9 @@
 // how. Plain values only; the seam the story, compare and session features build on.
 #pragma once
 
-#include "core/gpu.h"
-#include "core/law.h"
-#include "core/model.h"
+#include "core/law/law.h"
+#include "core/model/gpu.h"
+#include "core/model/model.h"
 
 #include <string>
 

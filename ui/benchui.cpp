@@ -1,6 +1,6 @@
 #include "ui/benchui.h"
 
-#include "core/presets.h"
+#include "core/model/presets.h"
 #include "ui/controlspanel.h"
 #include "ui/mainwindow.h"
 #include "ui/qcp.h"

@@ -2,7 +2,7 @@
 // the ratios core computes (per-rank bytes, tokens, concurrency, intensity, % of peak).
 #pragma once
 
-#include "core/compare.h"
+#include "core/features/compare.h"
 #include "ui/appstate.h"
 
 #include <QObject>

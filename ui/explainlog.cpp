@@ -1,8 +1,8 @@
 #include "ui/explainlog.h"
 
-#include "core/explain_log.h"
+#include "core/engines/explain_log.h"
 #include "core/format.h"
-#include "core/presets.h"
+#include "core/model/presets.h"
 
 #include <QComboBox>
 #include <QDialogButtonBox>

@@ -1,7 +1,7 @@
 #include "ui/features.h"
 
-#include "core/export.h"
-#include "core/story.h"
+#include "core/features/export.h"
+#include "core/features/story.h"
 #include "ui/compare.h"
 #include "ui/explainlog.h"
 #include "ui/mainwindow.h"

@@ -4,7 +4,7 @@
 // latent strip (r + d_rope wide) per rank. Changes animate; hovering shows exact bytes.
 #pragma once
 
-#include "core/law.h"
+#include "core/law/law.h"
 
 #include <QVariantAnimation>
 #include <QWidget>

@@ -1,18 +1,18 @@
 // One mark per layer, coloured by what the layer's attention keeps: full, sliding window,
 // chunked, MLA, compressed, cross, linear, Mamba, none; the multi-token-prediction layers apart
 // at the end. Fed a plain per-layer list that layerKindsFromModel fills from core's layer groups
-// (ModelSpec::layerGroups, core/layers.h).
+// (ModelSpec::layerGroups, core/model/layers.h).
 #pragma once
 
-#include "core/layers.h"
-#include "core/model.h"
+#include "core/model/layers.h"
+#include "core/model/model.h"
 
 #include <QWidget>
 #include <vector>
 
 namespace kvscope::ui {
 
-/// Core's kinds (core/layers.h), one per decoder layer.
+/// Core's kinds (core/model/layers.h), one per decoder layer.
 using LayerKind = kvscope::LayerKind;
 
 /// "full", "sliding", ... (the legend's words).

@@ -1,7 +1,7 @@
 #include "ui/mainwindow.h"
 
 #include "core/format.h"
-#include "core/presets.h"
+#include "core/model/presets.h"
 #include "ui/exporter.h"
 #include "ui/kvstripsview.h"
 #include "ui/layerribbon.h"
@@ -776,7 +776,7 @@ void MainWindow::saveSettings() const {
     st.setValue(QStringLiteral("window/geometry"), saveGeometry());
     st.setValue(QStringLiteral("window/state"), saveState(1));
     st.setValue(QStringLiteral("theme"), toString(currentTheme()));
-    // The whole state as one session JSON value (core/session.h): every schema field comes
+    // The whole state as one session JSON value (core/features/session.h): every schema field comes
     // back on restart, and a field added to the schema needs nothing here.
     st.setValue(QStringLiteral("session"), q(sessionToJson(sessionFromState(state_))));
     st.remove(QStringLiteral("state")); // the per-key layout of earlier builds

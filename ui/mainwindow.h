@@ -3,7 +3,7 @@
 // sessions, measurements) build on without touching the views.
 #pragma once
 
-#include "core/law.h"
+#include "core/law/law.h"
 #include "ui/appstate.h"
 #include "ui/controlspanel.h"
 

@@ -3,7 +3,7 @@
 // the change against the previous state ("×8 fewer bytes per token per GPU").
 #pragma once
 
-#include "core/law.h"
+#include "core/law/law.h"
 
 #include <QHash>
 #include <QWidget>

@@ -1,9 +1,9 @@
 #include "ui/plan.h"
 
-#include "core/dtype.h"
+#include "core/features/plan.h"
 #include "core/format.h"
-#include "core/plan.h"
-#include "core/presets.h"
+#include "core/model/dtype.h"
+#include "core/model/presets.h"
 
 #include <QCheckBox>
 #include <QComboBox>

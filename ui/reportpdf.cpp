@@ -1,6 +1,6 @@
 #include "ui/reportpdf.h"
 
-#include "core/export.h"
+#include "core/features/export.h"
 #include "ui/compare.h"
 #include "ui/mainwindow.h"
 

@@ -1,6 +1,6 @@
 #include "ui/session.h"
 
-#include "core/presets.h"
+#include "core/model/presets.h"
 #include "ui/mainwindow.h"
 
 #include <QDialog>

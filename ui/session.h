@@ -1,8 +1,8 @@
-// Sessions: the window's whole state as a small JSON file (core/session.h), and the local
+// Sessions: the window's whole state as a small JSON file (core/features/session.h), and the local
 // Hugging Face cache as a source of models.
 #pragma once
 
-#include "core/session.h"
+#include "core/features/session.h"
 #include "ui/appstate.h"
 
 #include <QString>

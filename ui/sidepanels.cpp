@@ -1,7 +1,7 @@
 #include "ui/sidepanels.h"
 
 #include "core/format.h"
-#include "core/presets.h"
+#include "core/model/presets.h"
 #include "ui/theme.h"
 
 #include <QComboBox>

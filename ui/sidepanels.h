@@ -2,7 +2,7 @@
 // the provenance of every number, warnings, and an editable custom GPU.
 #pragma once
 
-#include "core/law.h"
+#include "core/law/law.h"
 #include "ui/appstate.h"
 
 #include <QWidget>

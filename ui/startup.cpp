@@ -1,6 +1,6 @@
 #include "ui/startup.h"
 
-#include "core/presets.h"
+#include "core/model/presets.h"
 #include "ui/controlspanel.h"
 #include "ui/features.h"
 #include "ui/mainwindow.h"

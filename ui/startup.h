@@ -1,10 +1,11 @@
 // Command-line flags shared by the app's normal start, --screenshot and --bench-ui: the state
-// flags are the deployment schema's (core/schema.h), spelled as in kvscope-cli (--model --gpu
+// flags are the deployment schema's (core/features/schema.h), spelled as in kvscope-cli (--model
+// --gpu
 // --tp ... --gpu-mem-util --pool-gib --block-size, the custom-GPU figures); then the app's own
 // --theme --size --screenshot --bench-ui --story --step --present --session --measurements.
 #pragma once
 
-#include "core/schema.h"
+#include "core/features/schema.h"
 
 #include <QSize>
 #include <QString>

@@ -1,7 +1,7 @@
 #include "ui/stepplot.h"
 
 #include "core/format.h"
-#include "core/step.h"
+#include "core/law/step.h"
 #include "ui/theme.h"
 #include "ui/tickers.h"
 

@@ -1,6 +1,6 @@
 #include "ui/story.h"
 
-#include "core/export.h"
+#include "core/features/export.h"
 #include "ui/compare.h"
 #include "ui/mainwindow.h"
 #include "ui/theme.h"

@@ -3,7 +3,7 @@
 // view and shows its caption with the key number in a bar above the views (never over data).
 #pragma once
 
-#include "core/story.h"
+#include "core/features/story.h"
 
 #include <QObject>
 #include <QPointer>

@@ -1,7 +1,7 @@
 #include "ui/viewmodel.h"
 
 #include "core/format.h"
-#include "core/presets.h"
+#include "core/model/presets.h"
 
 #include <algorithm>
 #include <cmath>

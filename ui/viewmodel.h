@@ -2,7 +2,7 @@
 // validTpSizes, capacityCrossover): plain values the plot widgets receive.
 #pragma once
 
-#include "core/law.h"
+#include "core/law/law.h"
 #include "ui/appstate.h"
 
 #include <cstdint>

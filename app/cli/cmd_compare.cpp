@@ -1,6 +1,6 @@
 // kvscope-cli compare: two deployments side by side, with the ratios B / A.
 #include "command.h"
-#include "core/compare.h"
+#include "core/features/compare.h"
 #include "options.h"
 #include "size_flags.h"
 

@@ -1,7 +1,7 @@
 // kvscope-cli explain-log: read a vLLM or SGLang startup log (or a folder of them), predict
 // its KV numbers for the logged engine release and explain the difference term by term.
 #include "command.h"
-#include "core/explain_log.h"
+#include "core/engines/explain_log.h"
 #include "options.h"
 
 #include <filesystem>

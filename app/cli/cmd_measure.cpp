@@ -2,9 +2,9 @@
 // CUDA), check each against the double-precision reference, time it, and place it against the
 // measured ceilings (read bandwidth and arithmetic peak).
 #include "command.h"
-#include "core/law.h"
-#include "core/model.h"
-#include "core/presets.h"
+#include "core/law/law.h"
+#include "core/model/model.h"
+#include "core/model/presets.h"
 #include "gpu/backend.h"
 #include "gpu/measure_table.h"
 #include "gpu/measurement_json.h"

@@ -1,8 +1,8 @@
 // kvscope-cli plan: the smallest deployments that hold a target concurrency, and why the
 // others fail.
 #include "command.h"
-#include "core/plan.h"
-#include "core/presets.h"
+#include "core/features/plan.h"
+#include "core/model/presets.h"
 #include "options.h"
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 // kvscope-cli models / gpus: the bundled presets.
 #include "command.h"
-#include "core/presets.h"
+#include "core/model/presets.h"
 
 #include <iostream>
 

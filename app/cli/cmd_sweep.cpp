@@ -1,8 +1,8 @@
 // kvscope-cli sweep: the size numbers over TP ∈ {1, 2, 4, …} and every valid h_kv.
 #include "command.h"
-#include "core/export.h"
+#include "core/features/export.h"
 #include "core/format.h"
-#include "core/step.h"
+#include "core/law/step.h"
 #include "options.h"
 #include "size_flags.h"
 

@@ -1,8 +1,8 @@
-// kvscope-cli's options through CLI11: the deployment schema's rows (core/schema.h) become
+// kvscope-cli's options through CLI11: the deployment schema's rows (core/features/schema.h) become
 // options with validators, and CLI11's parse failures become the CLI's one-line errors.
 #pragma once
 
-#include "core/schema.h"
+#include "core/features/schema.h"
 
 #include <CLI/CLI.hpp>
 #include <functional>

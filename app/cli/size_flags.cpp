@@ -1,7 +1,7 @@
 #include "size_flags.h"
 
 #include "core/engines/engines.h"
-#include "core/presets.h"
+#include "core/model/presets.h"
 #include "options.h"
 
 #include <algorithm>

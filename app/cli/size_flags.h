@@ -1,13 +1,13 @@
 // The deployment options shared by `size`, `sweep` and `compare --a/--b`: every schema field
-// (core/schema.h), resolved into a model, a GPU and a validated deployment.
+// (core/features/schema.h), resolved into a model, a GPU and a validated deployment.
 #pragma once
 
-#include "core/gpu.h"
-#include "core/law.h"
-#include "core/model.h"
+#include "core/features/schema.h"
+#include "core/features/session.h"
+#include "core/law/law.h"
+#include "core/model/gpu.h"
+#include "core/model/model.h"
 #include "core/result.h"
-#include "core/schema.h"
-#include "core/session.h"
 
 #include <CLI/CLI.hpp>
 #include <string>

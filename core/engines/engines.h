@@ -1,9 +1,9 @@
 // The KV pool per rank as each engine sizes it. vllm.cpp holds vLLM's rules release by
-// release, sglang.cpp SGLang's; core/law.cpp's computePool dispatches here.
+// release, sglang.cpp SGLang's; core/law/law.cpp's computePool dispatches here.
 #pragma once
 
 #include "core/engines/engine.h"
-#include "core/law.h"
+#include "core/law/law.h"
 
 #include <cstdint>
 

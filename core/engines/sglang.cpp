@@ -64,9 +64,9 @@ PoolBreakdown sglangPool(const ModelSpec& /*m*/, const GpuSpec& gpu, const Deplo
         PoolTerm{"budget", "mem_fraction_static × free memory before weights", p.budgetBytes, false,
                  fixed(p.memFractionStatic, 2) + " × " + gibText(p.freeBeforeWeightsBytes),
                  p.memFractionSource + "; free = driver total − CUDA context"});
-    p.terms.push_back(PoolTerm{"weights", "weights / TP", p.weightBytes, true,
-                               gibText(p.weightBytes),
-                               "parameter count × bytes per parameter / TP (core/params.cpp)"});
+    p.terms.push_back(
+        PoolTerm{"weights", "weights / TP", p.weightBytes, true, gibText(p.weightBytes),
+                 "parameter count × bytes per parameter / TP (core/model/params.cpp)"});
     p.terms.push_back(PoolTerm{"pool", "KV pool (K size + V size)", p.poolBytes, false,
                                "budget − weights", "model_runner.py profile_max_num_token"});
     // The per-rank cudaContextBytes is consumed before the budget; nonTorchBytes() would count

@@ -7,7 +7,7 @@
 // lists the logs each was checked on.
 #include "core/engines/engines.h"
 #include "core/format.h"
-#include "core/params.h"
+#include "core/model/params.h"
 
 #include <algorithm>
 #include <cmath>
@@ -231,7 +231,7 @@ void addStageTerms(PoolBreakdown& p, const Deployment& d, const VllmRules& rules
                    const std::string& activationRule) {
     addTerm(p, "weights", d.pp > 1 ? "weights of the limiting stage / TP" : "weights / TP",
             p.weightBytes, true, gibText(p.weightBytes),
-            "parameter count × bytes per parameter / TP (core/params.cpp)");
+            "parameter count × bytes per parameter / TP (core/model/params.cpp)");
     addTerm(p, "activation", "activation peak", p.activationPeakBytes, true, activationRule,
             "vLLM " + rules.range + ": " + rules.samplerSource);
     addTerm(p, "non_torch", "non-torch memory",

@@ -4,7 +4,7 @@
 // cached tokens with the engine's kernels (vdpbf16ps where the CPU has AVX512_BF16, else the
 // portable fp32 kernel), split over KV chunks and merged by log-sum-exp -> O GEMM + residual
 // -> RMSNorm -> gate/up GEMM -> SiLU(gate)·up -> down GEMM + residual. RoPE is left out: it is
-// elementwise on Q and K (no weight or KV bytes) and core/step.cpp counts no FLOPs for it.
+// elementwise on Q and K (no weight or KV bytes) and core/law/step.cpp counts no FLOPs for it.
 //
 // The GEMMs are written for bandwidth: each work item owns 4 weight rows and streams them once
 // per batch block of up to 4 requests (16 fp32 accumulators, vdpbf16ps on 32 bf16 pairs), so at
@@ -305,7 +305,7 @@ public:
             m.readCeiling = ceilings_.readBytesPerSecond;
         if (m.peak <= 0)
             m.peak = ceilings_.peakFor(KvDtype::Bf16);
-        // Attention runs on the KV dtype's units (as core/step.cpp times it): the bf16 dot
+        // Attention runs on the KV dtype's units (as core/law/step.cpp times it): the bf16 dot
         // product for bf16/fp8 KV, else fp32 FMA, whose global peak is scaled by this point's
         // bf16 spot over the global bf16 peak (same machine state).
         double attnPeak = m.peak;

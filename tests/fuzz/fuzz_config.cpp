@@ -1,7 +1,7 @@
 // libFuzzer target: any bytes through the config parser, then the law over a few deployments.
 // Property: never crash, never hang, never throw; an error is a one-line value.
-#include "core/law.h"
-#include "core/model.h"
+#include "core/law/law.h"
+#include "core/model/model.h"
 
 #include <cstdint>
 #include <cstdlib>

@@ -1,0 +1,212 @@
+// vLLM's paging of the KV pool per rank (vllm/v1/core/kv_cache_utils.py); see law_paging.h.
+#include "core/law/law_paging.h"
+
+#include "core/format.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace kvscope::lawdetail {
+
+namespace {
+
+std::int64_t ceilDiv(std::int64_t a, std::int64_t b) {
+    return (a + b - 1) / b;
+}
+
+/// One layer group as a vLLM KV cache spec.
+struct Spec {
+    const GroupCost* c;
+    std::int64_t perToken = 0; ///< attention: bytes per token; mamba: 0
+    std::int64_t statePage = 0;
+    std::int64_t block = 0;
+    std::int64_t page = 0;
+};
+
+/// The specs vLLM pages (cross-attention and layer-less groups apart); notes what it skips.
+std::vector<Spec> pagedSpecs(const std::vector<GroupCost>& costs, bool& anyMamba, Paging& pg) {
+    std::vector<Spec> specs;
+    bool anyCross = false;
+    for (const GroupCost& c : costs) {
+        if (c.kind == LayerKind::None)
+            continue;
+        if (c.kind == LayerKind::Cross) {
+            anyCross = true;
+            continue;
+        }
+        Spec s{&c};
+        if (isFixedState(c.kind)) {
+            s.statePage = c.fixedBytesRank;
+            anyMamba = true;
+        } else {
+            s.perToken = c.tokenBytesRank;
+        }
+        specs.push_back(s);
+    }
+    if (anyCross)
+        pg.notes.push_back("cross-attention layers hold encoder tokens outside vLLM's token "
+                           "pages here (vLLM V1 pages them as CrossAttentionSpec)");
+    return specs;
+}
+
+/// A request's blocks in one spec at max_model_len (max_memory_usage_bytes / page):
+///  FullAttentionSpec: cdiv(max_model_len / DCP, block)
+///  SlidingWindowSpec: cdiv(min(W - 1 + max_num_batched_tokens, max_model_len), block) + 1
+///  ChunkedLocalAttentionSpec: cdiv(min(C + max_num_batched_tokens, max_model_len), block)
+///  MambaSpec (mamba_cache_mode none): one page
+/// (vllm/v1/kv_cache_interface.py)
+std::int64_t blocksNeeded(const Spec& s, const Deployment& d, std::int64_t ctxRank) {
+    const GroupCost& c = *s.c;
+    if (isFixedState(c.kind))
+        return 1;
+    if (c.kind == LayerKind::Sliding)
+        return ceilDiv(std::min(*c.window - 1 + d.maxNumBatchedTokens, d.context), s.block) + 1;
+    if (c.kind == LayerKind::Chunked)
+        return ceilDiv(std::min(*c.window + d.maxNumBatchedTokens, d.context), s.block);
+    return ceilDiv(ctxRank, s.block);
+}
+
+/// UniformTypeKVCacheSpecs.is_uniform_type: every layer needs the same token slots.
+bool uniformType(const std::vector<Spec>& specs) {
+    auto fullLike = [](LayerKind k) {
+        return k == LayerKind::Full || k == LayerKind::Mla || k == LayerKind::Compressed;
+    };
+    const LayerKind k0 = specs.front().c->kind;
+    for (const Spec& s : specs) {
+        const LayerKind k = s.c->kind;
+        if (fullLike(k0) ? !fullLike(k) : (k != k0 || s.c->window != specs.front().c->window))
+            return false;
+    }
+    return true;
+}
+
+/// One group: pages summed over layers (UniformTypeKVCacheSpecs).
+void uniformPaging(std::vector<Spec>& specs, const Deployment& d, std::int64_t pool,
+                   std::int64_t ctxRank, Paging& pg) {
+    std::int64_t total = 0, need = 0;
+    for (Spec& s : specs) {
+        s.block = d.blockSize;
+        s.page = s.perToken * s.block;
+        total += s.c->n * s.page;
+        need = std::max(need, blocksNeeded(s, d, ctxRank));
+    }
+    pg.pageBytes = specs.size() == 1 ? specs.front().page : total;
+    pg.blockSize = d.blockSize;
+    pg.groups = 1;
+    pg.groupSize = specs.size() == 1 ? specs.front().c->n : 1;
+    pg.blocks = pool / total;
+    pg.blocksPerRequest = need;
+    // UniformTypeKVCacheSpecs.max_memory_usage_bytes: max pages × the summed page.
+    pg.requestBytes = need * total;
+    pg.tokens = pg.blocks * d.blockSize * d.dcp;
+    pg.concurrency = static_cast<double>(pg.blocks) / static_cast<double>(need);
+}
+
+/// With mamba layers the attention block grows until an attention page holds a mamba state, in
+/// multiples of the kernel alignment (16; MLA backends 64), and the mamba page is padded to the
+/// attention page (HybridAttentionMambaModelConfig.verify_and_update_config,
+/// vllm/model_executor/models/config.py, prefix caching off).
+std::int64_t hybridBlock(const std::vector<Spec>& specs, std::int64_t block, bool mla, Paging& pg) {
+    std::int64_t statePage = 0, attn1 = 0;
+    for (const Spec& s : specs) {
+        statePage = std::max(statePage, s.statePage);
+        if (!isFixedState(s.c->kind) && attn1 == 0)
+            attn1 = s.perToken;
+    }
+    if (attn1 <= 0)
+        return block;
+    const std::int64_t align = mla ? 64 : 16;
+    const std::int64_t need = align * ceilDiv(statePage, align * attn1);
+    if (block >= need)
+        return block;
+    pg.notes.push_back("vLLM raises the attention block size to " + withCommas(need) +
+                       " tokens so that one page holds a mamba state");
+    return need;
+}
+
+/// unify_kv_cache_spec_page_size: smaller attention pages take a proportionally larger block;
+/// mamba pages are padded (page_size_padded). Returns the common page.
+std::int64_t unifyPages(std::vector<Spec>& specs, std::int64_t block, Paging& pg) {
+    std::int64_t maxPage = 0;
+    for (Spec& s : specs) {
+        s.block = block;
+        s.page = isFixedState(s.c->kind) ? s.statePage : s.perToken * block;
+        maxPage = std::max(maxPage, s.page);
+    }
+    for (Spec& s : specs) {
+        if (s.page == maxPage)
+            continue;
+        if (isFixedState(s.c->kind)) {
+            s.page = maxPage;
+            continue;
+        }
+        if (maxPage % s.page != 0)
+            pg.notes.push_back("page sizes do not divide (" + withCommas(s.page) + " vs " +
+                               withCommas(maxPage) +
+                               " B): vLLM refuses to unify them; the "
+                               "figures assume padded pages");
+        s.block = s.block * (maxPage / s.page);
+        if (s.block == 0)
+            s.block = block;
+        s.page = maxPage;
+    }
+    return maxPage;
+}
+
+/// _get_kv_cache_groups_uniform_page_size: groups of group_size layers, padding layers.
+void hybridGroups(const std::vector<Spec>& specs, const Deployment& d, std::int64_t pool,
+                  std::int64_t ctxRank, std::int64_t block, std::int64_t maxPage, Paging& pg) {
+    std::int64_t minN = std::numeric_limits<std::int64_t>::max(), maxN = 0;
+    for (const Spec& s : specs) {
+        minN = std::min(minN, s.c->n);
+        maxN = std::max(maxN, s.c->n);
+    }
+    std::int64_t groupSize = minN;
+    if (static_cast<double>(maxN) < static_cast<double>(minN) * 1.5)
+        groupSize = maxN;
+    std::int64_t groups = 0, padding = 0, need = 0,
+                 minBlock = std::numeric_limits<std::int64_t>::max();
+    for (const Spec& s : specs) {
+        const std::int64_t g = ceilDiv(s.c->n, groupSize);
+        groups += g;
+        padding += g * groupSize - s.c->n;
+        need += g * blocksNeeded(s, d, ctxRank);
+        minBlock = std::min(minBlock, s.block);
+    }
+    pg.pageBytes = maxPage;
+    pg.blockSize = block;
+    pg.groups = groups;
+    pg.groupSize = groupSize;
+    pg.paddingLayers = padding;
+    pg.blocks = pool / maxPage / groupSize;
+    pg.blocksPerRequest = need;
+    // _max_memory_usage_bytes_from_groups: group_size × page × Σ blocks needed.
+    pg.requestBytes = groupSize * maxPage * need;
+    pg.tokens = pg.blocks / groups * minBlock * d.dcp;
+    pg.concurrency = static_cast<double>(pg.blocks) / static_cast<double>(need);
+    if (padding > 0)
+        pg.notes.push_back("vLLM adds " + std::to_string(padding) + " padding layer(s) to make " +
+                           std::to_string(groups) + " KV cache groups of " +
+                           std::to_string(groupSize) + " layers");
+}
+
+} // namespace
+
+Paging vllmPaging(const std::vector<GroupCost>& costs, const Deployment& d, std::int64_t pool,
+                  std::int64_t ctxRank, bool mla) {
+    Paging pg;
+    bool anyMamba = false;
+    std::vector<Spec> specs = pagedSpecs(costs, anyMamba, pg);
+    if (specs.empty())
+        return pg;
+    if (uniformType(specs) && !anyMamba) {
+        uniformPaging(specs, d, pool, ctxRank, pg);
+        return pg;
+    }
+    const std::int64_t block = anyMamba ? hybridBlock(specs, d.blockSize, mla, pg) : d.blockSize;
+    const std::int64_t maxPage = unifyPages(specs, block, pg);
+    hybridGroups(specs, d, pool, ctxRank, block, maxPage, pg);
+    return pg;
+}
+
+} // namespace kvscope::lawdetail

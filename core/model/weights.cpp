@@ -1,0 +1,256 @@
+// Bytes of the weights per tensor, per format, per rank. Rules and their sources:
+//  - 16-bit: 2 bytes per parameter; float32 checkpoints are served in 16-bit (dtype=auto).
+//  - Quantized formats: core/model/quant.cpp (values + scales + zero points); embeddings, lm_head,
+//    norms, routers and the vision tower stay 16-bit (every quantized checkpoint in the
+//    fixtures keeps them so; vLLM builds MoE gates as ReplicatedLinear without a quant method).
+//  - Tensor parallelism (vLLM linear.py / vocab_parallel_embedding.py): column/row-parallel
+//    linears, the vocab-parallel embedding and lm_head are split TP ways; K/V projections split
+//    min(TP, h_kv) ways (KV heads replicate past h_kv); norms, routers and MLA's q_a/kv_a
+//    down-projections (ReplicatedLinear in deepseek_v2.py) are whole on every rank.
+//  - mxfp4 MoE on the Triton backend (vLLM quantization/mxfp4.py, the default on Hopper): the
+//    per-rank intermediate size is rounded up to 64, and after the triton_kernels swizzle the
+//    layer keeps its original w13/w2_weight_scale beside the swizzled copy (scales twice) and
+//    its biases in fp32.
+//  - Rotary cache (vLLM rotary_embedding/base.py): a [max_position_embeddings, rotary_dim]
+//    cos/sin buffer in the model dtype on every rank — 2.5 GiB for Llama-4's 10M positions.
+#include "core/model/weights.h"
+
+#include "core/jsonutil.h"
+#include "core/model/params.h"
+#include "core/model/quant.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+namespace kvscope {
+
+namespace {
+
+std::int64_t ceilDiv(std::int64_t a, std::int64_t b) {
+    return (a + b - 1) / b;
+}
+
+bool quantizableRole(TensorRole r) {
+    return r == TensorRole::Attention || r == TensorRole::Mixer || r == TensorRole::DenseMlp ||
+           r == TensorRole::Expert || r == TensorRole::SharedExpert;
+}
+
+/// The scheme `d` stands for, and whether it came from the checkpoint.
+struct Resolved {
+    WeightDtype dtype = WeightDtype::BF16;
+    QuantScheme scheme; ///< empty name: unquantized
+    int elementBytes = 2;
+    const QuantSpec* spec = nullptr; ///< the checkpoint's, when Auto resolved to it
+};
+
+WeightDtype dtypeOfScheme(const QuantScheme& s) {
+    if (s.name == "fp8")
+        return WeightDtype::FP8;
+    if (s.name == "mxfp4")
+        return WeightDtype::MXFP4;
+    if (s.name == "nvfp4")
+        return WeightDtype::NVFP4;
+    if (s.weightBits == 8)
+        return WeightDtype::INT8;
+    return WeightDtype::INT4;
+}
+
+Resolved resolve(const ModelSpec& m, WeightDtype d) {
+    Resolved r;
+    const QuantSpec& q = m.weights.quant;
+    switch (d) {
+    case WeightDtype::Auto:
+        if (q.present) {
+            r.scheme = q.scheme;
+            r.spec = &q;
+            r.dtype = dtypeOfScheme(q.scheme);
+        }
+        return r;
+    case WeightDtype::BF16:
+        return r;
+    case WeightDtype::FP16:
+        r.dtype = WeightDtype::FP16;
+        return r;
+    case WeightDtype::FP32:
+        r.dtype = WeightDtype::FP32;
+        r.elementBytes = 4;
+        return r;
+    default:
+        r.dtype = d;
+        if (q.present && dtypeOfScheme(q.scheme) == d) { // the checkpoint's own format
+            r.scheme = q.scheme;
+            r.spec = &q;
+            return r;
+        }
+        r.scheme = overrideScheme(toString(d));
+        return r;
+    }
+}
+
+std::string sixteenName(const Resolved& r) {
+    return r.dtype == WeightDtype::FP16 ? "fp16" : r.dtype == WeightDtype::FP32 ? "fp32" : "bf16";
+}
+
+} // namespace
+
+LoadedWeights loadedWeights(const ModelSpec& m, WeightDtype d, std::int64_t tp,
+                            std::int64_t kvHeads) {
+    tp = std::max<std::int64_t>(1, tp);
+    if (d != WeightDtype::Auto && resolve(m, WeightDtype::Auto).dtype == d)
+        d = WeightDtype::Auto; // the checkpoint's own format, named explicitly
+    const Resolved r = resolve(m, d);
+    LoadedWeights out;
+    out.dtype = r.dtype;
+    const bool quantized = !r.scheme.name.empty();
+    const std::int64_t sixteen = r.elementBytes; // non-quantized tensors
+    out.unquantizedElementBytes = sixteen;
+    const std::int64_t hkv = m.kvHeads.value;
+    bool anyIgnored = false;
+    double perRank = 0;
+    for (const WeightTensor& t : *weightInventory(m, kvHeads)) {
+        const bool quantize = quantized && t.linear && quantizableRole(t.role) &&
+                              (!r.scheme.expertsOnly || t.role == TensorRole::Expert) &&
+                              !(r.spec && quantIgnores(*r.spec, t.module));
+        if (quantized && t.linear && quantizableRole(t.role) && !quantize &&
+            (!r.scheme.expertsOnly || t.role == TensorRole::Expert))
+            anyIgnored = true;
+        std::int64_t bytes = 0, rankBytes = 0;
+        // How many ways the tensor is split across ranks.
+        std::int64_t ways = tp;
+        if (t.role == TensorRole::Norm || t.role == TensorRole::Router || !t.linear)
+            ways = t.role == TensorRole::Embedding || t.role == TensorRole::LmHead ? tp : 1;
+        if (t.kvPart && !m.mla)
+            ways = std::min(tp, hkv);
+        if (m.mla && (t.module.find("q_a_proj") != std::string::npos ||
+                      t.module.find("kv_a_proj") != std::string::npos))
+            ways = 1;
+        if (quantize) {
+            bytes = t.count * quantizedTensorBytes(r.scheme, t.rows, t.cols);
+            out.quantizedParams += t.params();
+            if (r.spec && r.scheme.name == "mxfp4" && r.scheme.expertsOnly &&
+                t.role == TensorRole::Expert) {
+                // vLLM Triton mxfp4 MoE: pad the per-rank intermediate to 64, scales twice,
+                // fp32 biases (see the header comment).
+                const std::int64_t width = m.moeIntermediate.value;
+                const std::int64_t padded = ceilDiv(ceilDiv(width, tp), 64) * 64;
+                const bool down = t.module.size() >= 9 &&
+                                  t.module.compare(t.module.size() - 9, 9, "down_proj") == 0;
+                const std::int64_t rows = down ? t.rows : padded;
+                const std::int64_t cols = down ? padded : t.cols;
+                const std::int64_t values = ceilDiv(rows * cols * r.scheme.weightBits, 8);
+                const std::int64_t scales = rows * ceilDiv(cols, r.scheme.groupSize);
+                rankBytes = t.count * (values + 2 * scales * r.scheme.scaleBytes + rows * 4);
+                ways = 1;
+            }
+        } else {
+            bytes = t.params() * sixteen;
+        }
+        out.bytes += bytes;
+        if (t.role == TensorRole::Attention || t.role == TensorRole::DenseMlp ||
+            t.role == TensorRole::SharedExpert || t.role == TensorRole::Expert)
+            out.attentionMlpBytes += bytes;
+        if (t.role == TensorRole::Expert)
+            out.expertBytes += bytes;
+        if (t.kvPart && t.linear)
+            out.kvProjectionBytes += bytes;
+        perRank += rankBytes > 0 ? static_cast<double>(rankBytes)
+                                 : static_cast<double>(bytes) / static_cast<double>(ways);
+    }
+    out.visionBytes = m.weights.visionParams * sixteen;
+    out.bytes += out.visionBytes;
+    perRank += static_cast<double>(out.visionBytes) / static_cast<double>(tp);
+
+    const bool rope = std::any_of(m.weights.mixer.begin(), m.weights.mixer.end(), [](Mixer x) {
+        return x == Mixer::Attention || x == Mixer::CrossAttention;
+    });
+    if (rope && m.weights.rotaryDim > 0 && m.maxPositionEmbeddings.value > 0)
+        out.ropeCacheBytesPerRank = m.maxPositionEmbeddings.value * m.weights.rotaryDim * 2;
+    out.bytesPerRank = static_cast<std::int64_t>(perRank) + out.ropeCacheBytesPerRank;
+
+    // Format and provenance.
+    if (!quantized) {
+        out.format = sixteenName(r);
+        out.source = d == WeightDtype::Auto
+                         ? m.torchDtype.source + " (" + m.torchDtype.value + ", served 16-bit)"
+                         : "--weight-dtype " + toString(d);
+    } else {
+        out.format = (r.spec ? r.spec->describe() : toString(d) + " override") + " + " +
+                     sixteenName(r) + " embeddings" +
+                     (m.tiedEmbeddings.value && !m.weights.untiedByFamily ? "" : ", lm_head") +
+                     ", norms" + (m.routedExperts.value > 0 ? ", routers" : "") +
+                     (m.weights.visionParams > 0 ? ", vision tower" : "") +
+                     (anyIgnored ? ", ignored modules" : "");
+        out.source = r.spec ? r.spec->source + (r.spec->ignoreField.empty()
+                                                    ? std::string()
+                                                    : " (16-bit: " + r.spec->ignoreField + ")")
+                            : "--weight-dtype " + toString(d);
+    }
+    if (d == WeightDtype::Auto && m.weights.checkpointBytes > 0) {
+        // The index's total_size is the exact byte count of the checkpoint's tensors; the
+        // per-rank figure keeps the computed split, shifted by the difference spread over TP.
+        const std::int64_t delta = m.weights.checkpointBytes - out.bytes;
+        out.bytes = m.weights.checkpointBytes;
+        out.bytesPerRank = std::max<std::int64_t>(0, out.bytesPerRank + delta / tp);
+        out.source += "; size: " + m.weights.checkpointSource;
+    }
+    if (out.ropeCacheBytesPerRank > 0)
+        out.source += "; per rank adds the rotary cos/sin cache (max_position_embeddings × " +
+                      std::to_string(m.weights.rotaryDim) + " × 2 B)";
+    return out;
+}
+
+Result<ModelSpec> loadModelSnapshot(const std::string& path) {
+    namespace fs = std::filesystem;
+    using nlohmann::json;
+    std::error_code ec;
+    fs::path p(path);
+    const fs::path dir = fs::is_directory(p, ec) ? p : p.parent_path();
+    // loadModelConfigFile reads through parseJsonBounded, which takes Python's NaN/Infinity
+    // tokens (Nemotron-H: "time_step_limit": [0.0, Infinity]) as the doubles they name.
+    auto m = loadModelConfigFile(path);
+    if (!m.ok())
+        return m;
+    // Only a folder's own config.json has companions (not "org__model.json" fixtures).
+    if (!fs::is_directory(p, ec) && p.filename() != "config.json")
+        return m;
+    ModelSpec spec = std::move(m.value());
+    const fs::path hfq = dir / "hf_quant_config.json";
+    if (fs::is_regular_file(hfq, ec)) {
+        auto text = readFileBounded(hfq.string(), "hf_quant_config.json", kMaxConfigBytes);
+        if (!text.ok())
+            return text.error();
+        auto j =
+            parseJsonBounded(text.value(), "hf_quant_config.json", kMaxConfigBytes, kMaxJsonDepth);
+        if (!j.ok())
+            return j.error();
+        auto q = parseQuantization(json::object(), &j.value());
+        if (!q.ok())
+            return q.error();
+        spec.weights.quant = q.value();
+    }
+    const fs::path index = dir / "model.safetensors.index.json";
+    if (fs::is_regular_file(index, ec)) {
+        auto text = readFileBounded(index.string(), "model.safetensors.index.json", 64 << 20);
+        if (!text.ok())
+            return text.error();
+        auto j =
+            parseJsonBounded(text.value(), "model.safetensors.index.json", 64 << 20, kMaxJsonDepth);
+        if (!j.ok())
+            return j.error();
+        const json& root = j.value();
+        const auto meta = root.is_object() ? root.find("metadata") : root.end();
+        if (!root.is_object() || meta == root.end() || !meta->is_object())
+            return makeError("model.safetensors.index.json.metadata", "missing");
+        const auto total = meta->find("total_size");
+        if (total == meta->end() || !total->is_number_integer() || total->get<std::int64_t>() <= 0)
+            return makeError("model.safetensors.index.json.metadata.total_size",
+                             "must be a positive integer (bytes)");
+        spec.weights.checkpointBytes = total->get<std::int64_t>();
+        spec.weights.checkpointSource =
+            "model.safetensors.index.json metadata.total_size (exact checkpoint bytes)";
+    }
+    return spec;
+}
+
+} // namespace kvscope
