@@ -289,6 +289,10 @@ Result<ModelSpec> resolve(const json& root, const std::string& name) {
     KV_CHECK(optional(m.maxPositionEmbeddings,
                       {"max_position_embeddings", "n_positions", "seq_length", "max_seq_len"}, 1,
                       std::numeric_limits<std::int32_t>::max()));
+    if (m.maxPositionEmbeddings.value == 0 &&
+        (m.modelType == "gemma3_text" || m.modelType == "gemma3"))
+        m.maxPositionEmbeddings = {131'072, "transformers' Gemma3TextConfig default "
+                                            "max_position_embeddings = 131072 (absent)"};
 
     // --- Mixture of experts ----------------------------------------------------------------
     KV_CHECK(optional(m.routedExperts, {"n_routed_experts", "num_local_experts", "num_experts"}, 0,

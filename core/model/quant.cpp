@@ -147,6 +147,31 @@ QuantScheme mxfp4Scheme() {
     return s;
 }
 
+/// DeepSeek-V4's `expert_dtype` (vLLM models/deepseek_v4.py DeepseekV4FP8Config): "fp4" routes
+/// the MoE layers to Mxfp4MoEMethod (e2m1 pairs, one e8m0 scale per 32) beside the fp8 block
+/// linears; "fp8" keeps the experts in the fp8 scheme; anything else vLLM refuses.
+Status parseExpertDtype(const json& root, QuantSpec& q) {
+    const json* v = member(root, "expert_dtype");
+    std::string field = "expert_dtype";
+    if (!v) {
+        if (const json* t = member(root, "text_config"); t && t->is_object()) {
+            v = member(*t, "expert_dtype");
+            field = "text_config.expert_dtype";
+        }
+    }
+    if (!v)
+        return Ok{};
+    if (!v->is_string() || (v->get<std::string>() != "fp4" && v->get<std::string>() != "fp8"))
+        return makeError(field,
+                         "must be \"fp4\" or \"fp8\" (vLLM deepseek_v4.py), got " + v->dump());
+    if (v->get<std::string>() == "fp8")
+        return Ok{};
+    q.expertScheme = mxfp4Scheme();
+    q.expertScheme.expertsOnly = false;
+    q.expertSource = "config.json " + field + " = \"fp4\" (vLLM deepseek_v4.py: Mxfp4MoEMethod)";
+    return Ok{};
+}
+
 QuantScheme intScheme(int bits, std::int64_t group, bool zeros, int scaleBytes) {
     QuantScheme s;
     s.name = "int" + std::to_string(bits);
@@ -430,6 +455,8 @@ Result<QuantSpec> parseQuantization(const json& root, const json* hfQuant) {
                              "bitsandbytes)");
     if (!s.ok())
         return s.error();
+    if (auto e = parseExpertDtype(root, q); !e.ok())
+        return e.error();
     q.present = true;
     return q;
 }
@@ -531,6 +558,9 @@ std::string QuantSpec::describe() const {
         out += " (per tensor)";
     if (scheme.expertsOnly)
         out += ", experts only";
+    if (!expertScheme.name.empty())
+        out += "; experts " + expertScheme.name + " (group " +
+               std::to_string(expertScheme.groupSize) + ")";
     return out;
 }
 

@@ -36,7 +36,11 @@ struct QuantSpec {
     std::vector<std::string> ignore; ///< module names or patterns kept in 16-bit
     std::string ignoreField;         ///< where the list came from
     std::string kvCacheDtype;        ///< hf_quant_config kv_cache_quant_algo ("FP8"), if any
-    std::string describe() const;    ///< "nvfp4 (group 16, fp8 scales)"
+    /// The routed experts' own scheme when the checkpoint stores them apart (DeepSeek-V4's
+    /// `expert_dtype: "fp4"`: mxfp4 experts beside fp8 block linears); empty name: `scheme`.
+    QuantScheme expertScheme;
+    std::string expertSource;
+    std::string describe() const; ///< "nvfp4 (group 16, fp8 scales)"
 };
 
 /// Reads a config.json root's `quantization_config` (or text_config's) and a companion

@@ -7,12 +7,14 @@
 //    linears, the vocab-parallel embedding and lm_head are split TP ways; K/V projections split
 //    min(TP, h_kv) ways (KV heads replicate past h_kv); norms, routers and MLA's q_a/kv_a
 //    down-projections (ReplicatedLinear in deepseek_v2.py) are whole on every rank.
-//  - mxfp4 MoE on the Triton backend (vLLM quantization/mxfp4.py, the default on Hopper): the
-//    per-rank intermediate size is rounded up to 64, and after the triton_kernels swizzle the
-//    layer keeps its original w13/w2_weight_scale beside the swizzled copy (scales twice) and
-//    its biases in fp32.
-//  - Rotary cache (vLLM rotary_embedding/base.py): a [max_position_embeddings, rotary_dim]
-//    cos/sin buffer in the model dtype on every rank — 2.5 GiB for Llama-4's 10M positions.
+//  - mxfp4 MoE on the Triton backend (vLLM fused_moe/oracle/mxfp4.py, the default on Hopper):
+//    the per-rank intermediate size is rounded up to 64, triton_kernels' Hopper value layout
+//    pads to 64-byte tiles, and the layer keeps its loaded w13/w2_weight_scale beside the
+//    swizzled copy (scales twice) and its biases in fp32 (tritonMxfp4RankBytes).
+//  - Routed experts in their own scheme (DeepSeek-V4 expert_dtype "fp4": core/model/quant.cpp).
+//  - Rotary caches (vLLM rotary_embedding/base.py): a [positions, rotary_dim] cos/sin buffer per
+//    distinct rope on every rank, in the model dtype unless the model asks otherwise; positions
+//    follow the rope scaling (core/model/weightspec.cpp ropeCaches) — 2.5 GiB for Llama-4's 10M.
 #include "core/model/weights.h"
 
 #include "core/jsonutil.h"
@@ -42,6 +44,7 @@ struct Resolved {
     QuantScheme scheme; ///< empty name: unquantized
     int elementBytes = 2;
     const QuantSpec* spec = nullptr; ///< the checkpoint's, when Auto resolved to it
+    QuantScheme expertScheme;        ///< the routed experts' own scheme (empty: `scheme`)
 };
 
 WeightDtype dtypeOfScheme(const QuantScheme& s) {
@@ -65,6 +68,7 @@ Resolved resolve(const ModelSpec& m, WeightDtype d) {
             r.scheme = q.scheme;
             r.spec = &q;
             r.dtype = dtypeOfScheme(q.scheme);
+            r.expertScheme = q.expertScheme;
         }
         return r;
     case WeightDtype::BF16:
@@ -81,6 +85,7 @@ Resolved resolve(const ModelSpec& m, WeightDtype d) {
         if (q.present && dtypeOfScheme(q.scheme) == d) { // the checkpoint's own format
             r.scheme = q.scheme;
             r.spec = &q;
+            r.expertScheme = q.expertScheme;
             return r;
         }
         r.scheme = overrideScheme(toString(d));
@@ -94,6 +99,130 @@ std::string sixteenName(const Resolved& r) {
 
 } // namespace
 
+namespace {
+
+/// How many ways a tensor is split across `tp` ranks (see the header comment).
+std::int64_t splitWays(const ModelSpec& m, const WeightTensor& t, std::int64_t tp) {
+    std::int64_t ways = tp;
+    if (t.role == TensorRole::Norm || t.role == TensorRole::Router || !t.linear)
+        ways = t.role == TensorRole::Embedding || t.role == TensorRole::LmHead ? tp : 1;
+    if (t.kvPart && !m.mla)
+        ways = std::min(tp, m.kvHeads.value);
+    if (m.mla && (t.module.find("q_a_proj") != std::string::npos ||
+                  t.module.find("kv_a_proj") != std::string::npos))
+        ways = 1;
+    return ways;
+}
+
+bool endsWith(const std::string& s, const char* tail) {
+    const std::size_t n = std::char_traits<char>::length(tail);
+    return s.size() >= n && s.compare(s.size() - n, n, tail) == 0;
+}
+
+std::int64_t roundUp(std::int64_t a, std::int64_t b) {
+    return ceilDiv(a, b) * b;
+}
+
+/// One rank's bytes of an mxfp4 expert tensor [rows = out, cols = in] on vLLM's Triton MoE
+/// backend (the default on Hopper; fused_moe/oracle/mxfp4.py):
+///  - create_weights pads the per-rank intermediate size to 64
+///    (mxfp4_round_up_hidden_size_and_intermediate_size);
+///  - convert_to_mxfp4_moe_kernel_format swizzles the values into triton_kernels'
+///    HopperMXValueLayout, which pads the packed K bytes and the N extent to 64 (triton PR #8677;
+///    the padding PR #10428 later widened N to 256 describes the earlier 64; PR #10343: "pads RHS
+///    K to a 64-row tile") — w13 is one fused [2·I, H] tensor, so gate and up each take half;
+///  - the swizzled scales (HopperMXScaleLayout, 8 warps: rows to 2·8·2·8 = 256, scale columns to
+///    2) live in the precision config while layer.w13/w2_weight_scale keep the loaded copy
+///    (quantization/mxfp4.py _setup_kernel replaces only the weights for TRITON_BACKENDS);
+///  - the biases become fp32.
+std::int64_t tritonMxfp4RankBytes(const ModelSpec& m, const WeightTensor& t, const QuantScheme& s,
+                                  std::int64_t tp) {
+    const std::int64_t padded = roundUp(ceilDiv(m.moeIntermediate.value, tp), 64);
+    const bool down = endsWith(t.module, "down_proj");
+    const std::int64_t rows = down ? t.rows : padded;
+    const std::int64_t cols = down ? padded : t.cols;
+    const std::int64_t rowAlign = down ? 64 : 32, scaleRowAlign = down ? 256 : 128;
+    const std::int64_t values = roundUp(rows, rowAlign) * roundUp(ceilDiv(cols, 2), 64);
+    const std::int64_t scaleCols = ceilDiv(cols, s.groupSize);
+    const std::int64_t loadedScales = rows * scaleCols * s.scaleBytes;
+    const std::int64_t swizzledScales =
+        roundUp(rows, scaleRowAlign) * roundUp(scaleCols, 2) * s.scaleBytes;
+    return t.count * (values + loadedScales + swizzledScales + rows * 4);
+}
+
+/// Bytes of every rotary cache on one rank, and its provenance.
+std::int64_t ropeCacheBytes(const ModelSpec& m, std::int64_t modelDtypeBytes, std::string& why) {
+    const bool rope = std::any_of(m.weights.mixer.begin(), m.weights.mixer.end(), [](Mixer x) {
+        return x == Mixer::Attention || x == Mixer::CrossAttention;
+    });
+    std::int64_t bytes = 0;
+    for (const RopeCache& c : rope ? m.weights.ropeCaches : std::vector<RopeCache>{}) {
+        const std::int64_t b = c.elementBytes > 0 ? c.elementBytes : modelDtypeBytes;
+        bytes += c.positions * c.dim * b;
+        why += (why.empty() ? "" : " + ") + std::to_string(c.positions) + " positions (" +
+               c.source + ") × " + std::to_string(c.dim) + " × " + std::to_string(b) + " B";
+    }
+    return bytes;
+}
+
+/// Bytes of the language-model tensors: whole-model totals by role and one rank's share.
+void tallyTensors(const ModelSpec& m, const Resolved& r, std::int64_t tp, std::int64_t kvHeads,
+                  LoadedWeights& out, bool& anyIgnored, double& perRank) {
+    const bool quantized = !r.scheme.name.empty();
+    for (const WeightTensor& t : *weightInventory(m, kvHeads)) {
+        const bool expert = t.role == TensorRole::Expert;
+        const QuantScheme& sch = expert && !r.expertScheme.name.empty() ? r.expertScheme : r.scheme;
+        const bool eligible =
+            quantized && t.linear && quantizableRole(t.role) && (!sch.expertsOnly || expert);
+        const bool quantize = eligible && !(r.spec && quantIgnores(*r.spec, t.module));
+        anyIgnored = anyIgnored || (eligible && !quantize);
+        std::int64_t bytes = t.params() * out.unquantizedElementBytes, rankBytes = 0;
+        if (quantize) {
+            bytes = t.count * quantizedTensorBytes(sch, t.rows, t.cols);
+            out.quantizedParams += t.params();
+            if (r.spec && sch.name == "mxfp4" && expert)
+                rankBytes = tritonMxfp4RankBytes(m, t, sch, tp);
+        }
+        out.bytes += bytes;
+        if (t.role == TensorRole::Attention || t.role == TensorRole::DenseMlp ||
+            t.role == TensorRole::SharedExpert || expert)
+            out.attentionMlpBytes += bytes;
+        if (expert)
+            out.expertBytes += bytes;
+        if (t.kvPart && t.linear)
+            out.kvProjectionBytes += bytes;
+        perRank += rankBytes > 0
+                       ? static_cast<double>(rankBytes)
+                       : static_cast<double>(bytes) / static_cast<double>(splitWays(m, t, tp));
+    }
+}
+
+/// The format line and its provenance.
+void describe(const ModelSpec& m, const Resolved& r, WeightDtype d, bool anyIgnored,
+              LoadedWeights& out) {
+    if (r.scheme.name.empty()) {
+        out.format = sixteenName(r);
+        out.source = d == WeightDtype::Auto
+                         ? m.torchDtype.source + " (" + m.torchDtype.value + ", served 16-bit)"
+                         : "--weight-dtype " + toString(d);
+        return;
+    }
+    out.format = (r.spec ? r.spec->describe() : toString(d) + " override") + " + " +
+                 sixteenName(r) + " embeddings" +
+                 (m.tiedEmbeddings.value && !m.weights.untiedByFamily ? "" : ", lm_head") +
+                 ", norms" + (m.routedExperts.value > 0 ? ", routers" : "") +
+                 (m.weights.visionParams > 0 ? ", vision tower" : "") +
+                 (anyIgnored ? ", ignored modules" : "");
+    out.source = r.spec ? r.spec->source + (r.spec->ignoreField.empty()
+                                                ? std::string()
+                                                : " (16-bit: " + r.spec->ignoreField + ")")
+                        : "--weight-dtype " + toString(d);
+    if (!r.expertScheme.name.empty())
+        out.source += "; experts: " + r.spec->expertSource;
+}
+
+} // namespace
+
 LoadedWeights loadedWeights(const ModelSpec& m, WeightDtype d, std::int64_t tp,
                             std::int64_t kvHeads) {
     tp = std::max<std::int64_t>(1, tp);
@@ -102,90 +231,17 @@ LoadedWeights loadedWeights(const ModelSpec& m, WeightDtype d, std::int64_t tp,
     const Resolved r = resolve(m, d);
     LoadedWeights out;
     out.dtype = r.dtype;
-    const bool quantized = !r.scheme.name.empty();
-    const std::int64_t sixteen = r.elementBytes; // non-quantized tensors
-    out.unquantizedElementBytes = sixteen;
-    const std::int64_t hkv = m.kvHeads.value;
+    out.unquantizedElementBytes = r.elementBytes;
     bool anyIgnored = false;
     double perRank = 0;
-    for (const WeightTensor& t : *weightInventory(m, kvHeads)) {
-        const bool quantize = quantized && t.linear && quantizableRole(t.role) &&
-                              (!r.scheme.expertsOnly || t.role == TensorRole::Expert) &&
-                              !(r.spec && quantIgnores(*r.spec, t.module));
-        if (quantized && t.linear && quantizableRole(t.role) && !quantize &&
-            (!r.scheme.expertsOnly || t.role == TensorRole::Expert))
-            anyIgnored = true;
-        std::int64_t bytes = 0, rankBytes = 0;
-        // How many ways the tensor is split across ranks.
-        std::int64_t ways = tp;
-        if (t.role == TensorRole::Norm || t.role == TensorRole::Router || !t.linear)
-            ways = t.role == TensorRole::Embedding || t.role == TensorRole::LmHead ? tp : 1;
-        if (t.kvPart && !m.mla)
-            ways = std::min(tp, hkv);
-        if (m.mla && (t.module.find("q_a_proj") != std::string::npos ||
-                      t.module.find("kv_a_proj") != std::string::npos))
-            ways = 1;
-        if (quantize) {
-            bytes = t.count * quantizedTensorBytes(r.scheme, t.rows, t.cols);
-            out.quantizedParams += t.params();
-            if (r.spec && r.scheme.name == "mxfp4" && r.scheme.expertsOnly &&
-                t.role == TensorRole::Expert) {
-                // vLLM Triton mxfp4 MoE: pad the per-rank intermediate to 64, scales twice,
-                // fp32 biases (see the header comment).
-                const std::int64_t width = m.moeIntermediate.value;
-                const std::int64_t padded = ceilDiv(ceilDiv(width, tp), 64) * 64;
-                const bool down = t.module.size() >= 9 &&
-                                  t.module.compare(t.module.size() - 9, 9, "down_proj") == 0;
-                const std::int64_t rows = down ? t.rows : padded;
-                const std::int64_t cols = down ? padded : t.cols;
-                const std::int64_t values = ceilDiv(rows * cols * r.scheme.weightBits, 8);
-                const std::int64_t scales = rows * ceilDiv(cols, r.scheme.groupSize);
-                rankBytes = t.count * (values + 2 * scales * r.scheme.scaleBytes + rows * 4);
-                ways = 1;
-            }
-        } else {
-            bytes = t.params() * sixteen;
-        }
-        out.bytes += bytes;
-        if (t.role == TensorRole::Attention || t.role == TensorRole::DenseMlp ||
-            t.role == TensorRole::SharedExpert || t.role == TensorRole::Expert)
-            out.attentionMlpBytes += bytes;
-        if (t.role == TensorRole::Expert)
-            out.expertBytes += bytes;
-        if (t.kvPart && t.linear)
-            out.kvProjectionBytes += bytes;
-        perRank += rankBytes > 0 ? static_cast<double>(rankBytes)
-                                 : static_cast<double>(bytes) / static_cast<double>(ways);
-    }
-    out.visionBytes = m.weights.visionParams * sixteen;
+    tallyTensors(m, r, tp, kvHeads, out, anyIgnored, perRank);
+    out.visionBytes = m.weights.visionParams * r.elementBytes;
     out.bytes += out.visionBytes;
     perRank += static_cast<double>(out.visionBytes) / static_cast<double>(tp);
-
-    const bool rope = std::any_of(m.weights.mixer.begin(), m.weights.mixer.end(), [](Mixer x) {
-        return x == Mixer::Attention || x == Mixer::CrossAttention;
-    });
-    if (rope && m.weights.rotaryDim > 0 && m.maxPositionEmbeddings.value > 0)
-        out.ropeCacheBytesPerRank = m.maxPositionEmbeddings.value * m.weights.rotaryDim * 2;
+    std::string ropeWhy;
+    out.ropeCacheBytesPerRank = ropeCacheBytes(m, r.elementBytes, ropeWhy);
     out.bytesPerRank = static_cast<std::int64_t>(perRank) + out.ropeCacheBytesPerRank;
-
-    // Format and provenance.
-    if (!quantized) {
-        out.format = sixteenName(r);
-        out.source = d == WeightDtype::Auto
-                         ? m.torchDtype.source + " (" + m.torchDtype.value + ", served 16-bit)"
-                         : "--weight-dtype " + toString(d);
-    } else {
-        out.format = (r.spec ? r.spec->describe() : toString(d) + " override") + " + " +
-                     sixteenName(r) + " embeddings" +
-                     (m.tiedEmbeddings.value && !m.weights.untiedByFamily ? "" : ", lm_head") +
-                     ", norms" + (m.routedExperts.value > 0 ? ", routers" : "") +
-                     (m.weights.visionParams > 0 ? ", vision tower" : "") +
-                     (anyIgnored ? ", ignored modules" : "");
-        out.source = r.spec ? r.spec->source + (r.spec->ignoreField.empty()
-                                                    ? std::string()
-                                                    : " (16-bit: " + r.spec->ignoreField + ")")
-                            : "--weight-dtype " + toString(d);
-    }
+    describe(m, r, d, anyIgnored, out);
     if (d == WeightDtype::Auto && m.weights.checkpointBytes > 0) {
         // The index's total_size is the exact byte count of the checkpoint's tensors; the
         // per-rank figure keeps the computed split, shifted by the difference spread over TP.
@@ -195,8 +251,8 @@ LoadedWeights loadedWeights(const ModelSpec& m, WeightDtype d, std::int64_t tp,
         out.source += "; size: " + m.weights.checkpointSource;
     }
     if (out.ropeCacheBytesPerRank > 0)
-        out.source += "; per rank adds the rotary cos/sin cache (max_position_embeddings × " +
-                      std::to_string(m.weights.rotaryDim) + " × 2 B)";
+        out.source +=
+            "; per rank adds the rotary cos/sin cache (rotary_embedding/base.py): " + ropeWhy;
     return out;
 }
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 namespace kvscope {
@@ -172,19 +173,80 @@ Result<std::int64_t> visionParams(const json& root, const ModelSpec& m, std::str
     return p;
 }
 
-} // namespace
+/// A positive number field of a rope dict, or `fallback` when absent.
+Result<double> ropeNumber(const json& o, const char* key, const std::string& prefix,
+                          double fallback) {
+    const json* v = member(o, key);
+    if (!v)
+        return fallback;
+    if (!v->is_number() || !(v->get<double>() > 0) || v->get<double>() > 1e9)
+        return makeError(prefix + key, "must be a positive number, got " + v->dump());
+    return v->get<double>();
+}
 
-Result<WeightSpec> resolveWeightSpec(const json& root, const ModelSpec& m) {
-    WeightSpec w;
-    const json* tc = member(root, "text_config");
-    const json& cfg = tc && tc->is_object() ? *tc : root;
-    const std::string pre = tc && tc->is_object() ? "text_config." : "";
+/// Positions of one rotary cache for a rope dict (rope_scaling / rope_parameters), following
+/// vLLM's get_rope (rotary_embedding/__init__.py) and the class it picks: linear and dynamic
+/// scaling build max_position × factor rows (LinearScalingRotaryEmbedding,
+/// DynamicNTKScalingRotaryEmbedding), YaRN and DeepSeek-YaRN original_max_position × factor
+/// (YaRNScalingRotaryEmbedding, DeepseekScalingRotaryEmbedding), LongRoPE a short and a long
+/// cache side by side; default, llama3 and mrope keep max_position.
+Result<RopeCache> ropeCacheFor(const json* rope, const std::string& field, std::int64_t maxPos,
+                               std::int64_t dim) {
+    RopeCache c{maxPos, dim, 0, "max_position_embeddings"};
+    if (!rope || !rope->is_object())
+        return c;
+    std::string type = str(*rope, "rope_type");
+    if (type.empty())
+        type = str(*rope, "type");
+    WS_TRY(factor, ropeNumber(*rope, "factor", field + ".", 1.0));
+    WS_TRY(original, intField(*rope, "original_max_position_embeddings", field + ".", maxPos,
+                              std::numeric_limits<std::int32_t>::max()));
+    const auto scaled = [&](std::int64_t base) {
+        return static_cast<std::int64_t>(static_cast<double>(base) * factor);
+    };
+    if (type == "linear" || type == "dynamic") {
+        c.positions = scaled(maxPos);
+        c.source = "max_position_embeddings × " + field + ".factor (" + type + ")";
+    } else if (type == "yarn" || type == "deepseek_yarn") {
+        c.positions = scaled(original);
+        c.source = field + ".original_max_position_embeddings × factor (YaRN)";
+    } else if (type == "longrope") {
+        c.positions = original + maxPos;
+        c.source = field + ".original_max_position_embeddings + max_position_embeddings (LongRoPE "
+                           "short and long caches)";
+    }
+    return c;
+}
+
+/// The rotary caches one rank holds. Gemma-3 (vLLM gemma3.py Gemma3Attention) gives its
+/// sliding layers their own rope — rope_local_base_freq, default scaling — beside the global
+/// one; gpt-oss (gpt_oss.py OAIAttention) builds its cache in float32.
+Result<std::vector<RopeCache>> ropeCaches(const json& cfg, const std::string& pre,
+                                          const ModelSpec& m, std::int64_t dim) {
+    std::vector<RopeCache> out;
+    const std::int64_t maxPos = m.maxPositionEmbeddings.value;
+    if (dim <= 0 || maxPos <= 0)
+        return out;
+    const char* key = member(cfg, "rope_scaling") ? "rope_scaling" : "rope_parameters";
+    WS_TRY(global, ropeCacheFor(member(cfg, key), pre + key, maxPos, dim));
+    RopeCache g = global;
+    if (m.modelType == "gpt_oss")
+        g.elementBytes = 4;
+    out.push_back(g);
+    if (m.modelType == "gemma3" || m.modelType == "gemma3_text") {
+        WS_TRY(theta, ropeNumber(cfg, "rope_theta", pre, 1'000'000.0));
+        WS_TRY(local, ropeNumber(cfg, "rope_local_base_freq", pre, 10'000.0));
+        if (theta != local || g.positions != maxPos)
+            out.push_back(
+                {maxPos, dim, 0, "sliding layers: max_position_embeddings, rope_local_base_freq"});
+    }
+    return out;
+}
+
+/// Which layers are MoE, the dense and shared-expert widths.
+Status moeLayout([[maybe_unused]] const json& root, const json& cfg, const std::string& pre,
+                 const ModelSpec& m, WeightSpec& w) {
     const auto L = static_cast<std::size_t>(m.layers.value);
-
-    // --- layout: mixers ----------------------------------------------------------------------
-    w.mixer.assign(L, Mixer::Attention);
-    w.ffn.assign(L, Ffn::Dense);
-    w.layoutSource = "every layer attention + MLP";
     const bool moe = m.routedExperts.value > 0;
     if (moe) {
         WS_TRY(interleave, intField(cfg, "interleave_moe_layer_step", pre, 0, m.layers.value));
@@ -226,6 +288,14 @@ Result<WeightSpec> resolveWeightSpec(const json& root, const ModelSpec& m) {
             w.sharedExpertSource = "Llama-4: one shared expert of intermediate_size";
         }
     }
+    return Ok{};
+}
+
+/// Per-layer token mixers: Nemotron-H pattern, layer_types, cross-attention.
+Status mixerLayout([[maybe_unused]] const json& root, const json& cfg, const std::string& pre,
+                   const ModelSpec& m, WeightSpec& w) {
+    const auto L = static_cast<std::size_t>(m.layers.value);
+    const bool moe = m.routedExperts.value > 0;
     if (const json* pat = member(cfg, "hybrid_override_pattern")) {
         // Nemotron-H (configuration_nemotron_h.py): M = Mamba-2, * = attention, - = MLP,
         // E = MoE; each layer is one block.
@@ -278,7 +348,12 @@ Result<WeightSpec> resolveWeightSpec(const json& root, const ModelSpec& m) {
             w.layoutSource = pre + "cross_attention_layers";
     }
 
-    // --- block shapes ------------------------------------------------------------------------
+    return Ok{};
+}
+
+/// Mamba-2, Gated DeltaNet, indexer and output-LoRA shapes.
+Status blockShapes([[maybe_unused]] const json& root, const json& cfg, const std::string& pre,
+                   const ModelSpec& m, WeightSpec& w) {
     WS_TRY(mh, intField(cfg, "mamba_num_heads", pre, 0));
     WS_TRY(mhd, intField(cfg, "mamba_head_dim", pre, 0));
     WS_TRY(mg, intField(cfg, "n_groups", pre, 1));
@@ -322,6 +397,13 @@ Result<WeightSpec> resolveWeightSpec(const json& root, const ModelSpec& m) {
     if (olr > 0 && (og == 0 || m.qHeads.value % og != 0))
         return makeError(pre + "o_groups",
                          "must divide num_attention_heads when o_lora_rank is set");
+    return Ok{};
+}
+
+/// Family defaults (Mllama image tokens, MTP, relu2, untied Llama-4, Gemma-3 vocab) and the rotary
+/// width and caches.
+Status familyRules([[maybe_unused]] const json& root, const json& cfg, const std::string& pre,
+                   const ModelSpec& m, WeightSpec& w) {
     if (m.modelType == "mllama_text_model" || str(root, "model_type") == "mllama")
         w.extraEmbeddingRows = 8; // MllamaTextModel: vocab_size + 8 image special tokens
     WS_TRY(mtp, intField(cfg, "mtp_num_hidden_layers", pre, 0, kMaxLayers));
@@ -347,7 +429,26 @@ Result<WeightSpec> resolveWeightSpec(const json& root, const ModelSpec& m) {
     w.rotaryDim = m.mla ? m.qkRopeHeadDim.value
                         : static_cast<std::int64_t>(
                               std::llround(static_cast<double>(m.headDim.value) * partial));
+    WS_TRY(ropes, ropeCaches(cfg, pre, m, w.rotaryDim));
+    w.ropeCaches = ropes;
 
+    return Ok{};
+}
+
+} // namespace
+
+Result<WeightSpec> resolveWeightSpec(const json& root, const ModelSpec& m) {
+    WeightSpec w;
+    const json* tc = member(root, "text_config");
+    const json& cfg = tc && tc->is_object() ? *tc : root;
+    const std::string pre = tc && tc->is_object() ? "text_config." : "";
+    const auto L = static_cast<std::size_t>(m.layers.value);
+    w.mixer.assign(L, Mixer::Attention);
+    w.ffn.assign(L, Ffn::Dense);
+    w.layoutSource = "every layer attention + MLP";
+    for (auto step : {&moeLayout, &mixerLayout, &blockShapes, &familyRules})
+        if (auto st = step(root, cfg, pre, m, w); !st.ok())
+            return st.error();
     // --- vision ------------------------------------------------------------------------------
     auto vis = visionParams(root, m, w.visionSource);
     if (!vis.ok())

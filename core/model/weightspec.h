@@ -27,6 +27,16 @@ enum class Mixer : char {
 /// Feed-forward of one layer.
 enum class Ffn : char { Dense = 'D', Moe = 'E', None = '-' };
 
+/// One rotary cos/sin cache as vLLM builds it: rotary_embedding/base.py registers a
+/// [positions, rotary_dim] `cos_sin_cache` buffer, and get_rope shares one instance between the
+/// layers that ask for the same parameters.
+struct RopeCache {
+    std::int64_t positions = 0;
+    std::int64_t dim = 0;
+    int elementBytes = 0; ///< 0: the model dtype (get_rope's default dtype)
+    std::string source;   ///< why this many positions, e.g. "max_position_embeddings × factor 8"
+};
+
 struct WeightSpec {
     std::vector<Mixer> mixer; ///< one per layer
     std::vector<Ffn> ffn;     ///< one per layer
@@ -58,6 +68,8 @@ struct WeightSpec {
     std::string vocabFallbackSource;
 
     std::int64_t rotaryDim = 0; ///< width of the rotary part of a head (partial rotary)
+    /// The rotary cos/sin caches vLLM allocates on every rank (one per distinct get_rope call).
+    std::vector<RopeCache> ropeCaches;
 
     std::int64_t visionParams = 0; ///< vision tower + projector
     std::string visionSource;
