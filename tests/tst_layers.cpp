@@ -85,6 +85,7 @@ private Q_SLOTS:
     void configs();
     void vllmPaging_data();
     void vllmPaging();
+    void crossPagesFixed();
     void perRankState();
     void reportsListGroups();
     void pythonLiterals();
@@ -232,6 +233,15 @@ void TestLayers::vllmPaging_data() {
     // 3 + cdiv(8192, 272) = 34.
     QTest::newRow("qwen3.5-35b-a3b tp8") << "Qwen__Qwen3.5-35B-A3B.json" << 8 << 278'528LL << 272LL
                                          << 4LL << 10LL << 0LL << 15'420LL << 34LL << 1'048'560LL;
+    // Llama-3.2-11B-Vision: 32 self-attention layers (FullAttentionSpec) and 8 cross-attention
+    // layers (CrossAttentionSpec, its own type → hybrid), both 8 × 256 × 2 = 4,096 B per token,
+    // page 65,536. group_size 8 (32 ≥ 1.5 × 8): 4 + 1 groups. blocks = pool // page // 8 =
+    // 81,920; tokens = 81,920 // 5 × 16 = 262,144. Per request: 4 × cdiv(8192, 16) + the
+    // encoder's cdiv(6,404, 16) = 401 (max_num_encoder_input_tokens = encoder length, not the
+    // text length) = 2,449.
+    QTest::newRow("llama-3.2-11b-vision cross")
+        << "meta-llama__Llama-3.2-11B-Vision-Instruct.json" << 1 << 65'536LL << 16LL << 5LL << 8LL
+        << 0LL << 81'920LL << 2'449LL << 262'144LL;
     // DeepSeek-V3.2: MLA (1,152) and indexer (132) specs are one type (UniformTypeKVCacheSpecs),
     // one group: blocks = pool // (61 × 1,284 × 16) = 34,272; tokens × 16 = 548,352.
     QTest::newRow("deepseek-v3.2 tp8") << "deepseek-ai__DeepSeek-V3.2.json" << 8 << 20'544LL << 16LL
@@ -269,6 +279,23 @@ void TestLayers::vllmPaging() {
              static_cast<double>(blocks) / static_cast<double>(blocksPerRequest));
     // _max_memory_usage_bytes_from_groups: group_size × page × Σ blocks needed.
     QCOMPARE(r->vllmRequestBytesPerRank, groupSize * pageBytes * blocksPerRequest);
+}
+
+void TestLayers::crossPagesFixed() {
+    // Doubling the context adds self-attention blocks only: the 8 cross-attention layers hold
+    // the encoder's 401 blocks per request either way (CrossAttentionSpec).
+    auto m = load(QStringLiteral("meta-llama__Llama-3.2-11B-Vision-Instruct.json"));
+    QVERIFY2(m.ok(), m.ok() ? "" : m.error().message().c_str());
+    Deployment d;
+    d.poolGiB = 40;
+    d.context = 8'192;
+    auto a = evaluate(m.value(), loadGpu("h200").value(), d);
+    d.context = 16'384;
+    auto b = evaluate(m.value(), loadGpu("h200").value(), d);
+    QVERIFY(a.ok() && b.ok());
+    QCOMPARE(b->vllmBlocksPerRequest - a->vllmBlocksPerRequest, 4LL * (1'024 - 512));
+    QCOMPARE(a->vllmBlocksPerRequest - 4LL * 512, 401LL);
+    QCOMPARE(a->vllmTokens, b->vllmTokens);
 }
 
 void TestLayers::reportsListGroups() {

@@ -23,19 +23,28 @@ struct Spec {
     std::int64_t page = 0;
 };
 
-/// The specs vLLM pages (cross-attention and layer-less groups apart); notes what it skips.
+/// The specs vLLM pages (layer-less groups apart). Cross-attention layers are CrossAttentionSpec
+/// (vllm/v1/kv_cache_interface.py): an attention page of the same shape whose request needs
+/// cdiv(max_num_encoder_input_tokens, block) blocks — for encoder-decoder models vllm/config/
+/// vllm.py sets that to the encoder length (get_encdec_max_encoder_len) — whatever the text
+/// length; a spec type of its own, so the model pages as a hybrid.
 std::vector<Spec> pagedSpecs(const std::vector<GroupCost>& costs, bool& anyMamba, Paging& pg) {
     std::vector<Spec> specs;
     bool anyCross = false;
     for (const GroupCost& c : costs) {
         if (c.kind == LayerKind::None)
             continue;
-        if (c.kind == LayerKind::Cross) {
-            anyCross = true;
-            continue;
-        }
         Spec s{&c};
-        if (isFixedState(c.kind)) {
+        if (c.kind == LayerKind::Cross) {
+            const std::int64_t encoder = c.group ? c.group->encoderTokens : 0;
+            if (encoder <= 0) {
+                pg.notes.push_back("cross-attention layers without an encoder length are not "
+                                   "paged (vLLM sizes them by max_num_encoder_input_tokens)");
+                continue;
+            }
+            anyCross = true;
+            s.perToken = c.fixedBytesRank / encoder;
+        } else if (isFixedState(c.kind)) {
             s.statePage = c.fixedBytesRank;
             anyMamba = true;
         } else {
@@ -44,8 +53,9 @@ std::vector<Spec> pagedSpecs(const std::vector<GroupCost>& costs, bool& anyMamba
         specs.push_back(s);
     }
     if (anyCross)
-        pg.notes.push_back("cross-attention layers hold encoder tokens outside vLLM's token "
-                           "pages here (vLLM V1 pages them as CrossAttentionSpec)");
+        pg.notes.push_back("cross-attention layers page as CrossAttentionSpec: each request holds "
+                           "cdiv(encoder tokens, block) blocks of them, not growing with its text "
+                           "(vLLM V1's scheduler runs Whisper as its encoder-decoder model)");
     return specs;
 }
 
@@ -54,11 +64,14 @@ std::vector<Spec> pagedSpecs(const std::vector<GroupCost>& costs, bool& anyMamba
 ///  SlidingWindowSpec: cdiv(min(W - 1 + max_num_batched_tokens, max_model_len), block) + 1
 ///  ChunkedLocalAttentionSpec: cdiv(min(C + max_num_batched_tokens, max_model_len), block)
 ///  MambaSpec (mamba_cache_mode none): one page
+///  CrossAttentionSpec: cdiv(max_num_encoder_input_tokens, block)
 /// (vllm/v1/kv_cache_interface.py)
 std::int64_t blocksNeeded(const Spec& s, const Deployment& d, std::int64_t ctxRank) {
     const GroupCost& c = *s.c;
     if (isFixedState(c.kind))
         return 1;
+    if (c.kind == LayerKind::Cross)
+        return ceilDiv(c.group->encoderTokens, s.block);
     if (c.kind == LayerKind::Sliding)
         return ceilDiv(std::min(*c.window - 1 + d.maxNumBatchedTokens, d.context), s.block) + 1;
     if (c.kind == LayerKind::Chunked)
