@@ -16,12 +16,68 @@ namespace kvscope {
 using nlohmann::json;
 using namespace layersdetail;
 
-Result<LayerResolveOutput> resolveLayerGroups(const LayerResolveInput& in) {
-    const json& cfg = *in.cfg;
-    const std::string& p = in.prefix;
-    const auto L = static_cast<std::size_t>(in.layers);
-    LayerResolveOutput out;
+namespace {
 
+/// One resolution in progress: the config, one spec per layer, the sliding window. The steps
+/// run in order; the first per-layer declaration of the kinds wins (kindsSet), cross-attention,
+/// block configs and global heads apply on top.
+struct Resolver {
+    const LayerResolveInput& in;
+    const json& cfg;
+    const std::string& p;
+    std::size_t L;
+    LayerResolveOutput out;
+    std::vector<LayerGroup> per;
+    std::int64_t window = 0;
+    std::string windowSource;
+    bool gemma3 = false;
+    bool kindsSet = false;
+
+    explicit Resolver(const LayerResolveInput& input)
+        : in(input), cfg(*input.cfg), p(input.prefix), L(static_cast<std::size_t>(input.layers)) {}
+
+    void setKind(std::size_t i, LayerKind k, std::optional<std::int64_t> w,
+                 const std::string& source) {
+        per[i].kind = k;
+        per[i].window = w;
+        per[i].source = source;
+        if (k == LayerKind::None) {
+            per[i].kvHeads = per[i].headDimK = per[i].headDimV = per[i].indexerHeadDim = 0;
+        }
+    }
+    Status needWindow(const std::string& field) const {
+        if (window <= 0)
+            return makeError(p + "sliding_window", "must be a positive integer when " + field +
+                                                       " names sliding_attention layers");
+        return Ok{};
+    }
+    /// The default attention spec on every layer, and the sliding window.
+    Status init();
+    /// Nemotron-H: one character per layer (hybrid_override_pattern).
+    Status nemotronPattern();
+    /// transformers' per-layer layer_types list.
+    Status layerTypes();
+    /// Jamba: attention every attn_layer_period layers, at attn_layer_offset.
+    Status jamba();
+    /// Llama-3.2-Vision: cross_attention_layers and their encoder tokens.
+    Status crossAttention();
+    /// Llama-4: chunked local attention on RoPE layers, NoPE layers global.
+    Status llama4Chunks();
+    /// DeepSeek-V4: per-layer compress_ratios.
+    Status compressRatios();
+    /// Sliding window from declared patterns and model-type rules.
+    Status slidingDefaults();
+    /// DeciLM / Nemotron-NAS: per-layer block_configs.
+    Status blockConfigs();
+    /// Per-layer heads and head size of the global layers (Gemma-style).
+    Status globalHeads();
+    /// MTP / next-n layers the checkpoint ships.
+    Status mtp();
+    /// Identical specs grouped, in order of first layer.
+    void group();
+};
+
+Status Resolver::init() {
     LayerGroup attn;
     attn.kind = in.mla ? LayerKind::Mla : LayerKind::Full;
     attn.kvHeads = in.kvHeads;
@@ -37,37 +93,24 @@ Result<LayerResolveOutput> resolveLayerGroups(const LayerResolveInput& in) {
         in.mla ? p + "kv_lora_rank + qk_rope_head_dim (MLA latent)" +
                      (attn.indexerHeadDim ? ", index_head_dim (sparse-attention indexer key)" : "")
                : "full attention (" + in.kvHeadsSource + ")";
-    std::vector<LayerGroup> per(L, attn);
-    auto setKind = [&](std::size_t i, LayerKind k, std::optional<std::int64_t> window,
-                       const std::string& source) {
-        per[i].kind = k;
-        per[i].window = window;
-        per[i].source = source;
-        if (k == LayerKind::None) {
-            per[i].kvHeads = per[i].headDimK = per[i].headDimV = per[i].indexerHeadDim = 0;
-        }
-    };
+    per.assign(L, attn);
 
     Result<std::optional<std::int64_t>> windowField =
         intField(cfg, "sliding_window", p, 0, std::numeric_limits<std::int32_t>::max());
     if (!windowField.ok())
         return windowField.error();
-    std::int64_t window = windowField.value().value_or(0);
-    std::string windowSource = p + "sliding_window";
-    const bool gemma3 = in.modelType == "gemma3" || in.modelType == "gemma3_text";
+    window = windowField.value().value_or(0);
+    windowSource = p + "sliding_window";
+    gemma3 = in.modelType == "gemma3" || in.modelType == "gemma3_text";
     if (!windowField.value() && gemma3) {
         // transformers' Gemma3TextConfig: sliding_window defaults to 4096.
         window = 4096;
         windowSource = "transformers' Gemma3TextConfig default sliding_window = 4096 (absent)";
     }
-    auto needWindow = [&](const std::string& field) -> Status {
-        if (window <= 0)
-            return makeError(p + "sliding_window", "must be a positive integer when " + field +
-                                                       " names sliding_attention layers");
-        return Ok{};
-    };
+    return Ok{};
+}
 
-    bool kindsSet = false;
+Status Resolver::nemotronPattern() {
     // --- Nemotron-H: one character per layer ------------------------------------------------
     if (auto it = cfg.find("hybrid_override_pattern"); it != cfg.end() && !it->is_null()) {
         if (!it->is_string())
@@ -104,6 +147,10 @@ Result<LayerResolveOutput> resolveLayerGroups(const LayerResolveInput& in) {
         }
         kindsSet = true;
     }
+    return Ok{};
+}
+
+Status Resolver::layerTypes() {
     // --- layer_types (transformers' per-layer list) -----------------------------------------
     if (auto it = cfg.find("layer_types"); !kindsSet && it != cfg.end() && !it->is_null()) {
         if (!it->is_array())
@@ -157,6 +204,10 @@ Result<LayerResolveOutput> resolveLayerGroups(const LayerResolveInput& in) {
         }
         kindsSet = true;
     }
+    return Ok{};
+}
+
+Status Resolver::jamba() {
     // --- Jamba: attention every attn_layer_period layers, at attn_layer_offset ---------------
     if (auto it = cfg.find("attn_layer_period"); !kindsSet && it != cfg.end() && !it->is_null()) {
         auto period = intField(cfg, "attn_layer_period", p, 1, in.layers);
@@ -183,6 +234,10 @@ Result<LayerResolveOutput> resolveLayerGroups(const LayerResolveInput& in) {
         }
         kindsSet = true;
     }
+    return Ok{};
+}
+
+Status Resolver::crossAttention() {
     // --- Llama-3.2-Vision: cross-attention layers -------------------------------------------
     if (auto it = cfg.find("cross_attention_layers"); it != cfg.end() && !it->is_null()) {
         if (!it->is_array())
@@ -225,6 +280,10 @@ Result<LayerResolveOutput> resolveLayerGroups(const LayerResolveInput& in) {
             per[i].encoderTokens = encoder;
         }
     }
+    return Ok{};
+}
+
+Status Resolver::llama4Chunks() {
     // --- Llama-4: chunked local attention on RoPE layers, NoPE layers global ----------------
     if (auto chunk = intField(cfg, "attention_chunk_size", p, 1, kMaxField); !chunk.ok()) {
         return chunk.error();
@@ -269,6 +328,10 @@ Result<LayerResolveOutput> resolveLayerGroups(const LayerResolveInput& in) {
         }
         kindsSet = true;
     }
+    return Ok{};
+}
+
+Status Resolver::compressRatios() {
     // --- DeepSeek-V4: per-layer compress ratios ---------------------------------------------
     if (auto it = cfg.find("compress_ratios"); !kindsSet && it != cfg.end() && it->is_array()) {
         if (it->size() < L)
@@ -308,10 +371,17 @@ Result<LayerResolveOutput> resolveLayerGroups(const LayerResolveInput& in) {
             "DeepSeek-V4 compressed attention is approximated: a compressed layer counts "
             "ceil(entry / ratio) bytes per token plus its " +
             std::to_string(window) +
-            "-token uncompressed window; vLLM's DeepSeek-V4 page layout (fp8 entries, packed "
-            "pages) is not modelled, so pages and the vLLM log lines are estimates");
+            "-token uncompressed window. Not modelled: vLLM's DeepSeek-V4 layout "
+            "(v1/kv_cache_interface.py SlidingWindowMLASpec / MLAAttentionSpec, model_version "
+            "deepseek_v4: 584 B fp8_ds_mla entries, block_size // compress_ratio entries per "
+            "block, aligned pages, compressor ring buffers as CircularBufferSpec), so pages and "
+            "the vLLM log lines are estimates");
         kindsSet = true;
     }
+    return Ok{};
+}
+
+Status Resolver::slidingDefaults() {
     // --- Sliding window: declared patterns and model-type rules -----------------------------
     if (!kindsSet) {
         auto useWindowIt = cfg.find("use_sliding_window");
@@ -356,6 +426,10 @@ Result<LayerResolveOutput> resolveLayerGroups(const LayerResolveInput& in) {
             }
         }
     }
+    return Ok{};
+}
+
+Status Resolver::blockConfigs() {
     // --- DeciLM / Nemotron-NAS: per-layer block configs -------------------------------------
     if (auto it = cfg.find("block_configs"); it != cfg.end() && it->is_array()) {
         if (it->size() != L)
@@ -395,6 +469,10 @@ Result<LayerResolveOutput> resolveLayerGroups(const LayerResolveInput& in) {
             }
         }
     }
+    return Ok{};
+}
+
+Status Resolver::globalHeads() {
     // --- Per-layer heads of global layers (Gemma-style) -------------------------------------
     {
         auto gHead = intField(cfg, "global_head_dim", p, 1, kMaxField);
@@ -423,6 +501,10 @@ Result<LayerResolveOutput> resolveLayerGroups(const LayerResolveInput& in) {
             out.warnings.push_back(p + "attention_k_eq_v: K and V are still counted as two "
                                        "cached tensors");
     }
+    return Ok{};
+}
+
+Status Resolver::mtp() {
     // --- MTP / next-n layers ----------------------------------------------------------------
     for (const char* k : {"num_nextn_predict_layers", "mtp_num_hidden_layers"}) {
         auto v = intField(cfg, k, p, 0, 10'000);
@@ -434,7 +516,10 @@ Result<LayerResolveOutput> resolveLayerGroups(const LayerResolveInput& in) {
             break;
         }
     }
+    return Ok{};
+}
 
+void Resolver::group() {
     // --- group identical specs, in order of first layer -------------------------------------
     for (std::size_t i = 0; i < L; ++i) {
         LayerGroup g = per[i];
@@ -448,7 +533,22 @@ Result<LayerResolveOutput> resolveLayerGroups(const LayerResolveInput& in) {
             it->layers.push_back(static_cast<std::int64_t>(i));
         }
     }
-    return out;
+}
+
+} // namespace
+
+Result<LayerResolveOutput> resolveLayerGroups(const LayerResolveInput& in) {
+    Resolver r(in);
+    for (Status (Resolver::*step)() :
+         {&Resolver::init, &Resolver::nemotronPattern, &Resolver::layerTypes, &Resolver::jamba,
+          &Resolver::crossAttention, &Resolver::llama4Chunks, &Resolver::compressRatios,
+          &Resolver::slidingDefaults, &Resolver::blockConfigs, &Resolver::globalHeads,
+          &Resolver::mtp}) {
+        if (auto st = (r.*step)(); !st.ok())
+            return st.error();
+    }
+    r.group();
+    return std::move(r.out);
 }
 
 } // namespace kvscope
