@@ -158,29 +158,22 @@ bool biasedLinearModel(const std::string& t) {
     return t == "gpt_neox" || t == "gpt_bigcode" || t == "gpt2" || t == "starcoder2" || t == "phi";
 }
 
-Result<ModelSpec> resolve(const json& root, const std::string& name) {
-    if (!root.is_object())
-        return makeError("config.json", "must be a JSON object");
-
-    // Multimodal configs nest the language model under text_config.
-    const json* textConfig = nullptr;
-    if (auto it = root.find("text_config"); it != root.end() && it->is_object())
-        textConfig = &*it;
-    const json& cfg = textConfig ? *textConfig : root;
-    const std::string prefix = textConfig ? "text_config." : "";
-    Reader r(cfg), top(root);
-
+/// One config being resolved: the language-model section (text_config when nested), its
+/// readers, and the spec filled step by step.
+struct ModelResolver {
+    const json& root;
+    const json* textConfig;
+    const json& cfg;
+    std::string prefix;
+    Reader r, top;
     ModelSpec m;
-    m.name = name;
-    m.modelType = r.string("model_type");
-    if (m.modelType.empty())
-        m.modelType = top.string("model_type");
-    if (const json* a = top.find("architectures");
-        a && a->is_array() && !a->empty() && (*a)[0].is_string())
-        m.architecture = (*a)[0].get<std::string>();
 
-    auto required = [&](Sourced<std::int64_t>& out, std::initializer_list<const char*> keys,
-                        std::int64_t max) -> Status {
+    ModelResolver(const json& rootIn, const json* text)
+        : root(rootIn), textConfig(text), cfg(text ? *text : rootIn),
+          prefix(text ? "text_config." : ""), r(cfg), top(rootIn) {}
+
+    Status required(Sourced<std::int64_t>& out, std::initializer_list<const char*> keys,
+                    std::int64_t max) const {
         auto v = r.integer(keys, 1, max);
         if (!v.ok())
             return Error{prefix + v.error().field, v.error().rule};
@@ -193,25 +186,47 @@ Result<ModelSpec> resolve(const json& root, const std::string& name) {
                     : "missing");
         out = {v.value().value, prefix + v.value().key};
         return Ok{};
-    };
-    auto optional = [&](Sourced<std::int64_t>& out, std::initializer_list<const char*> keys,
-                        std::int64_t min, std::int64_t max) -> Status {
+    }
+    Status optional(Sourced<std::int64_t>& out, std::initializer_list<const char*> keys,
+                    std::int64_t min, std::int64_t max) const {
         auto v = r.integer(keys, min, max);
         if (!v.ok())
             return Error{prefix + v.error().field, v.error().rule};
         if (v.value().found)
             out = {v.value().value, prefix + v.value().key};
         return Ok{};
-    };
+    }
+    /// Layers, heads and hidden size: required.
+    Status basics();
+    /// MLA latent, KV heads and head dim.
+    Status attention();
+    /// Vocabulary, MLP width, positions.
+    Status vocabMlp();
+    /// Routed and shared experts.
+    Status moe();
+    /// Tied embeddings and biases.
+    Status embeddings();
+    /// The checkpoint dtype and fp8 weights.
+    Status dtype();
+    /// Per-layer kinds, grouped as vLLM groups its KV cache (core/model/layers.h).
+    Status layerKinds();
+    /// Size bound, summary warnings and the weight layout.
+    Status finish();
+};
+
 #define KV_CHECK(expr)                                                                             \
     if (auto s_ = (expr); !s_.ok())                                                                \
         return s_.error();
 
+Status ModelResolver::basics() {
     KV_CHECK(
         required(m.layers, {"num_hidden_layers", "n_layer", "num_layers", "n_layers"}, kMaxLayers));
     KV_CHECK(required(m.qHeads, {"num_attention_heads", "n_head", "n_heads"}, kMaxHeads));
     KV_CHECK(required(m.hidden, {"hidden_size", "n_embd", "d_model"}, kMaxDim));
+    return Ok{};
+}
 
+Status ModelResolver::attention() {
     // --- MLA ---------------------------------------------------------------------------------
     if (r.find("kv_lora_rank")) {
         m.mla = true;
@@ -265,7 +280,10 @@ Result<ModelSpec> resolve(const json& root, const std::string& name) {
                          "fallback: hidden_size / num_attention_heads"};
         }
     }
+    return Ok{};
+}
 
+Status ModelResolver::vocabMlp() {
     // --- Vocabulary, MLP width -------------------------------------------------------------
     KV_CHECK(optional(m.vocab, {"padded_vocab_size", "vocab_size"}, 1, kMaxVocab));
     if (m.vocab.value == 0 && (m.modelType == "gemma3_text" || m.modelType == "gemma3"))
@@ -293,7 +311,10 @@ Result<ModelSpec> resolve(const json& root, const std::string& name) {
         (m.modelType == "gemma3_text" || m.modelType == "gemma3"))
         m.maxPositionEmbeddings = {131'072, "transformers' Gemma3TextConfig default "
                                             "max_position_embeddings = 131072 (absent)"};
+    return Ok{};
+}
 
+Status ModelResolver::moe() {
     // --- Mixture of experts ----------------------------------------------------------------
     KV_CHECK(optional(m.routedExperts, {"n_routed_experts", "num_local_experts", "num_experts"}, 0,
                       1 << 20));
@@ -320,7 +341,10 @@ Result<ModelSpec> resolve(const json& root, const std::string& name) {
     }
     KV_CHECK(optional(m.mtpLayers, {"num_nextn_predict_layers", "mtp_num_hidden_layers"}, 0,
                       kMaxLayers));
+    return Ok{};
+}
 
+Status ModelResolver::embeddings() {
     // --- Embeddings, biases ----------------------------------------------------------------
     {
         auto tied = r.boolean("tie_word_embeddings");
@@ -361,7 +385,10 @@ Result<ModelSpec> resolve(const json& root, const std::string& name) {
         }
         m.mlpBias = {mlpBias, mlpSrc};
     }
+    return Ok{};
+}
 
+Status ModelResolver::dtype() {
     // --- dtype ------------------------------------------------------------------------------
     {
         std::string dt = r.string("torch_dtype");
@@ -401,7 +428,10 @@ Result<ModelSpec> resolve(const json& root, const std::string& name) {
             }
         }
     }
+    return Ok{};
+}
 
+Status ModelResolver::layerKinds() {
     // --- Per-layer kinds, grouped as vLLM groups its KV cache (core/model/layers.h)
     // ---------------
     {
@@ -443,6 +473,10 @@ Result<ModelSpec> resolve(const json& root, const std::string& name) {
                 break;
             }
     }
+    return Ok{};
+}
+
+Status ModelResolver::finish() {
     // Absurd sizes: a bound on the parameter count in floating point, so nothing downstream
     // (parameter counts, weight bytes) can overflow 64-bit integers.
     {
@@ -485,7 +519,32 @@ Result<ModelSpec> resolve(const json& root, const std::string& name) {
     if (!weights.ok())
         return weights.error();
     m.weights = std::move(weights.value());
-    return m;
+    return Ok{};
+}
+
+Result<ModelSpec> resolve(const json& root, const std::string& name) {
+    if (!root.is_object())
+        return makeError("config.json", "must be a JSON object");
+    // Multimodal configs nest the language model under text_config.
+    const json* textConfig = nullptr;
+    if (auto it = root.find("text_config"); it != root.end() && it->is_object())
+        textConfig = &*it;
+    ModelResolver res(root, textConfig);
+    Reader& r = res.r;
+    Reader& top = res.top;
+    ModelSpec& m = res.m;
+    m.name = name;
+    m.modelType = r.string("model_type");
+    if (m.modelType.empty())
+        m.modelType = top.string("model_type");
+    if (const json* a = top.find("architectures");
+        a && a->is_array() && !a->empty() && (*a)[0].is_string())
+        m.architecture = (*a)[0].get<std::string>();
+    for (auto step : {&ModelResolver::basics, &ModelResolver::attention, &ModelResolver::vocabMlp,
+                      &ModelResolver::moe, &ModelResolver::embeddings, &ModelResolver::dtype,
+                      &ModelResolver::layerKinds, &ModelResolver::finish})
+        KV_CHECK((res.*step)());
+    return std::move(res.m);
 }
 
 } // namespace
