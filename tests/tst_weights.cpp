@@ -53,6 +53,7 @@ private Q_SLOTS:
     void ropeCaches_data();
     void ropeCaches();
     void expertDtype();
+    void ropeScalingFields();
     void hostileExpertDtype();
     void fp8BlockScales();
     void ignorePatterns();
@@ -321,6 +322,31 @@ void TestWeights::ropeCaches() {
     const LoadedWeights w = loadedWeights(m, WeightDtype::Auto, 2);
     QCOMPARE(w.ropeCacheBytesPerRank, bytes);
     QVERIFY(QString::fromStdString(w.source).contains(QStringLiteral("rotary")));
+}
+
+void TestWeights::ropeScalingFields() {
+    const auto parse = [](const char* rope) {
+        return parseModelConfig(std::string(R"({"model_type":"llama","hidden_size":256,
+            "num_hidden_layers":2,"num_attention_heads":4,"vocab_size":1000,
+            "max_position_embeddings":4096,"rope_scaling":)") +
+                                    rope + "}",
+                                "rope");
+    };
+    // Linear × 4: 16,384 positions × head 64 × 2 B (LinearScalingRotaryEmbedding).
+    auto lin = parse(R"({"rope_type":"linear","factor":4})");
+    QVERIFY2(lin.ok(), lin.ok() ? "" : lin.error().message().c_str());
+    QCOMPARE(loadedWeights(lin.value(), WeightDtype::Auto, 1).ropeCacheBytesPerRank,
+             16'384LL * 64 * 2);
+    // A rope type vLLM names but kvscope does not know: sized unscaled, and said so.
+    auto odd = parse(R"({"rope_type":"mystery","factor":4})");
+    QVERIFY(odd.ok());
+    const LoadedWeights w = loadedWeights(odd.value(), WeightDtype::Auto, 1);
+    QCOMPARE(w.ropeCacheBytesPerRank, 4'096LL * 64 * 2);
+    QVERIFY(QString::fromStdString(w.source).contains(QStringLiteral("not known to kvscope")));
+    // A bad factor is refused with the field named.
+    auto bad = parse(R"({"rope_type":"linear","factor":-2})");
+    QVERIFY(!bad.ok());
+    QCOMPARE(QString::fromStdString(bad.error().field), QStringLiteral("rope_scaling.factor"));
 }
 
 void TestWeights::expertDtype() {

@@ -219,6 +219,10 @@ void describe(const ModelSpec& m, const Resolved& r, WeightDtype d, bool anyIgno
                         : "--weight-dtype " + toString(d);
     if (!r.expertScheme.name.empty())
         out.source += "; experts: " + r.spec->expertSource;
+    const QuantScheme& experts = r.expertScheme.name.empty() ? r.scheme : r.expertScheme;
+    if (r.spec && experts.name == "mxfp4" && m.routedExperts.value > 0)
+        out.source += "; per rank: the mxfp4 experts as vLLM's Triton MoE backend (the Hopper "
+                      "default) lays them out: padded swizzle, scales twice, fp32 biases";
 }
 
 } // namespace

@@ -2,6 +2,7 @@
 // block; vision towers follow each family's vision module (cited per family below).
 #include "core/model/weightspec.h"
 
+#include "core/jsonutil.h"
 #include "core/model/model.h"
 
 #include <algorithm>
@@ -214,6 +215,10 @@ Result<RopeCache> ropeCacheFor(const json* rope, const std::string& field, std::
         c.positions = original + maxPos;
         c.source = field + ".original_max_position_embeddings + max_position_embeddings (LongRoPE "
                            "short and long caches)";
+    } else if (!type.empty() && type != "default" && type != "llama3" && type != "mrope" &&
+               type != "ntk") {
+        c.source = "max_position_embeddings (" + field + " type '" + sanitizeForMessage(type, 40) +
+                   "' not known to kvscope: sized as unscaled)";
     }
     return c;
 }
