@@ -150,6 +150,13 @@ std::int64_t tritonMxfp4RankBytes(const ModelSpec& m, const WeightTensor& t, con
     return t.count * (values + loadedScales + swizzledScales + rows * 4);
 }
 
+/// Whether vLLM runs these mxfp4 experts on its Triton backend: the checkpoint's own mxfp4 with
+/// the swigluoai activation, the only one OAITritonExperts takes (fused_moe/
+/// gpt_oss_triton_kernels_moe.py _supports_activation) — gpt-oss (gpt_oss.py).
+bool tritonMxfp4(const ModelSpec& m, const Resolved& r, const QuantScheme& s) {
+    return r.spec && s.name == "mxfp4" && m.modelType == "gpt_oss";
+}
+
 /// Bytes of every rotary cache on one rank, and its provenance.
 std::int64_t ropeCacheBytes(const ModelSpec& m, std::int64_t modelDtypeBytes, std::string& why) {
     const bool rope = std::any_of(m.weights.mixer.begin(), m.weights.mixer.end(), [](Mixer x) {
@@ -180,7 +187,7 @@ void tallyTensors(const ModelSpec& m, const Resolved& r, std::int64_t tp, std::i
         if (quantize) {
             bytes = t.count * quantizedTensorBytes(sch, t.rows, t.cols);
             out.quantizedParams += t.params();
-            if (r.spec && sch.name == "mxfp4" && expert)
+            if (tritonMxfp4(m, r, sch) && expert)
                 rankBytes = tritonMxfp4RankBytes(m, t, sch, tp);
         }
         out.bytes += bytes;
@@ -220,9 +227,13 @@ void describe(const ModelSpec& m, const Resolved& r, WeightDtype d, bool anyIgno
     if (!r.expertScheme.name.empty())
         out.source += "; experts: " + r.spec->expertSource;
     const QuantScheme& experts = r.expertScheme.name.empty() ? r.scheme : r.expertScheme;
-    if (r.spec && experts.name == "mxfp4" && m.routedExperts.value > 0)
+    if (tritonMxfp4(m, r, experts) && m.routedExperts.value > 0)
         out.source += "; per rank: the mxfp4 experts as vLLM's Triton MoE backend (the Hopper "
                       "default) lays them out: padded swizzle, scales twice, fp32 biases";
+    else if (r.spec && experts.name == "mxfp4" && m.routedExperts.value > 0)
+        out.source += "; per rank: the mxfp4 experts at checkpoint size split over TP (vLLM "
+                      "runs this activation on Marlin or FlashInfer, whose padding is not "
+                      "modelled)";
 }
 
 } // namespace
