@@ -309,6 +309,10 @@ void TestWeights::ropeCaches_data() {
     // DeepSeek-V3.2: DeepSeek-YaRN original 4,096 × 40 = 163,840 × qk_rope_head_dim 64 × 2.
     QTest::newRow("deepseek-v3.2 yarn")
         << "configs-2026/deepseek-ai__DeepSeek-V3.2.json" << qint64(163'840LL * 64 * 2);
+    // DeepSeek-V4-Flash: YaRN 65,536 × 16 = 1,048,576 positions × qk_rope_head_dim 64 (not the
+    // 512-wide head) × 2.
+    QTest::newRow("deepseek-v4-flash rope part")
+        << "configs-2026/deepseek-ai__DeepSeek-V4-Flash.json" << qint64(1'048'576LL * 64 * 2);
     // Llama-4 Scout: llama3 rope keeps max_position_embeddings 10,485,760 × 128 × 2.
     QTest::newRow("llama-4-scout llama3")
         << "configs-2026/meta-llama__Llama-4-Scout-17B-16E-Instruct.json"
@@ -368,6 +372,9 @@ void TestWeights::expertDtype() {
     // Its silu experts do not run on the Triton backend (swigluoai only): no Triton padding,
     // and the source says which layout the per-rank figure assumes.
     QVERIFY(QString::fromStdString(w.source).contains(QStringLiteral("Marlin or FlashInfer")));
+    // Every layer is MoE: the absent intermediate_size is not used, so no warning about it.
+    for (const std::string& warning : m.warnings)
+        QVERIFY2(warning.find("intermediate_size") == std::string::npos, warning.c_str());
     // ~284B parameters: experts ~270B at 4.25 bits plus fp8 and bf16 rest, ~150 GiB, not the
     // ~265 GiB an all-fp8 count gives.
     QVERIFY2(static_cast<double>(w.bytes) / kGiB < 170,

@@ -298,12 +298,8 @@ Status ModelResolver::vocabMlp() {
     KV_CHECK(optional(m.intermediate,
                       {"intermediate_size", "ffn_hidden_size", "n_inner", "ffn_dim"}, 1,
                       kMaxDim * 16));
-    if (m.intermediate.value == 0) {
+    if (m.intermediate.value == 0)
         m.intermediate = {4 * m.hidden.value, "fallback: 4 × hidden_size"};
-        if (m.gatedMlp.value)
-            m.warnings.push_back("intermediate_size is missing: assumed 4 × hidden_size for the "
-                                 "parameter count");
-    }
     KV_CHECK(optional(m.maxPositionEmbeddings,
                       {"max_position_embeddings", "n_positions", "seq_length", "max_seq_len"}, 1,
                       std::numeric_limits<std::int32_t>::max()));
@@ -519,6 +515,12 @@ Status ModelResolver::finish() {
     if (!weights.ok())
         return weights.error();
     m.weights = std::move(weights.value());
+    // Only a dense MLP layer uses intermediate_size (all-MoE models such as DeepSeek-V4 omit it).
+    const bool dense =
+        std::find(m.weights.ffn.begin(), m.weights.ffn.end(), Ffn::Dense) != m.weights.ffn.end();
+    if (m.intermediate.source.rfind("fallback", 0) == 0 && m.gatedMlp.value && dense)
+        m.warnings.push_back("intermediate_size is missing: assumed 4 × hidden_size for the "
+                             "parameter count");
     return Ok{};
 }
 

@@ -431,9 +431,12 @@ Status familyRules([[maybe_unused]] const json& root, const json& cfg, const std
             f && f->is_number() && f->get<double>() > 0 && f->get<double>() <= 1)
             partial = f->get<double>();
     }
-    w.rotaryDim = m.mla ? m.qkRopeHeadDim.value
-                        : static_cast<std::int64_t>(
-                              std::llround(static_cast<double>(m.headDim.value) * partial));
+    // DeepSeek-V4 (not MLA here: one shared KV head) ropes the last qk_rope_head_dim dims.
+    WS_TRY(ropeDim, intField(cfg, "qk_rope_head_dim", pre, 0, kMaxDim));
+    w.rotaryDim = m.mla         ? m.qkRopeHeadDim.value
+                  : ropeDim > 0 ? ropeDim
+                                : static_cast<std::int64_t>(
+                                      std::llround(static_cast<double>(m.headDim.value) * partial));
     WS_TRY(ropes, ropeCaches(cfg, pre, m, w.rotaryDim));
     w.ropeCaches = ropes;
 
