@@ -274,7 +274,7 @@ public:
 
         double readBefore = 0, peakBefore = 0, readAfter = 0, peakAfter = 0;
         std::string kernel;
-        meter_.spot(KvDtype::Bf16, m.counts.bytes, &readBefore, &peakBefore, &kernel);
+        meter_.spot(gemmUnit(), m.counts.bytes, &readBefore, &peakBefore, &kernel);
         std::vector<double> times;
         const auto start = std::chrono::steady_clock::now();
         for (int r = 0; r < 41; ++r) {
@@ -290,7 +290,7 @@ public:
             if (r >= 4 && elapsed > 2.0) // at least 5 repeats, about 2 s per point
                 break;
         }
-        meter_.spot(KvDtype::Bf16, m.counts.bytes, &readAfter, &peakAfter, &kernel);
+        meter_.spot(gemmUnit(), m.counts.bytes, &readAfter, &peakAfter, &kernel);
         release();
         std::sort(times.begin(), times.end());
         m.repeats = int(times.size());
@@ -304,13 +304,14 @@ public:
         if (m.readCeiling <= 0)
             m.readCeiling = ceilings_.readBytesPerSecond;
         if (m.peak <= 0)
-            m.peak = ceilings_.peakFor(KvDtype::Bf16);
+            m.peak = meter_.unitPeak(gemmUnit());
         // Attention runs on the KV dtype's units (as core/law/step.cpp times it): the bf16 dot
         // product for bf16/fp8 KV, else fp32 FMA, whose global peak is scaled by this point's
-        // bf16 spot over the global bf16 peak (same machine state).
+        // bf16 spot over the global bf16 peak (same machine state). The step's kernels use
+        // vdpbf16ps, not AMX, so the bf16 peak is that unit's.
         double attnPeak = m.peak;
         if (m.shape.kvDtype == KvDtype::Fp16 || m.shape.kvDtype == KvDtype::Fp32) {
-            const double g = ceilings_.peakFor(KvDtype::Bf16);
+            const double g = meter_.unitPeak(gemmUnit());
             attnPeak = g > 0 ? ceilings_.peakFor(m.shape.kvDtype) * m.peak / g : m.peak;
         }
         const double memoryS = m.counts.bytes / m.readCeiling;
@@ -693,6 +694,11 @@ private:
 
     ThreadPool pool_;
     std::int64_t llc_ = 0;
+    /// The GEMMs' and bf16/fp8 attention's unit: vdpbf16ps where enabled, else fp32 FMA.
+    static ComputeUnit gemmUnit() {
+        return bf16DotEnabled() ? ComputeUnit::Bf16Dot : ComputeUnit::Fma;
+    }
+
     CeilingMeter meter_;
     Ceilings ceilings_;
     StepShape s_;
