@@ -389,4 +389,8 @@ int cpuFp8VectorMismatch() {
     return cpu::fp8VectorMismatch();
 }
 
+bool cpuHasAmxKernel() {
+    return cpu::cpuHasAmx();
+}
+
 } // namespace kvscope::gpu::detail
