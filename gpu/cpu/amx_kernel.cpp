@@ -1,4 +1,4 @@
-// The AMX kernel (see amx_kernel.h). Per block of kBlock tokens of one KV stream:
+// The AMX kernel (see amx_kernel.h). Per block of 32 or 64 tokens of one KV stream:
 //  1. Scores transposed, S^T = K Q^T: the A operand is 16 K rows straight from the cache
 //     (32 key elements each), the B operand Q^T in pairs, prepared once per segment; each K
 //     tile serves up to 16 query rows per tdpbf16ps, so K is read once for the whole group.
@@ -40,10 +40,13 @@ namespace kvscope::gpu::detail::cpu {
 #if KVSCOPE_HAVE_AMX_KERNEL
 namespace {
 
-// Tokens per block. 32: the block's K, V and interleaved V (24 KB at d 128) stay in L1 (48 KB);
-// 64 and 128 were 1.2-1.3x slower at g 1-8 in a CPU-time bench (vv stores missing L1), 1.3x
-// faster at g 32 (NOTES.md, "AMX").
-constexpr int kBlock = 32;
+// Tokens per block: 32 for up to 16 query rows (the block's K, V and interleaved V, 24 KB at
+// d 128, stay in L1), 64 for more (each output tile then sums two 32-token steps before its
+// merge). CPU-time bench, ns per token at 32 / 64: g 1 34 / 43, g 8 38 / 45, g 16 46 / 48,
+// g 32 101 / 77 (NOTES.md, "AMX").
+int blockTokens(int groups) {
+    return groups >= 2 ? 64 : 32;
+}
 constexpr int kTileB = 512; // bf16 elements of one 16 x 64-byte tile
 
 /// Palette 1, all eight tiles 16 rows x 64 bytes (A: 16 x 32 bf16, B: 16 pairs x 16 columns,
@@ -144,12 +147,13 @@ KVSCOPE_AMX_TARGET inline void transpose16(__m512i r[16]) {
     }
 }
 
-/// n <= kBlock token rows (bf16 copied, fp8 decoded exactly) into a kBlock-row tile whose rows
+/// n <= block token rows (bf16 copied, fp8 decoded exactly) into a block-row tile whose rows
 /// past n are zero. width is a multiple of 32.
 KVSCOPE_AMX_TARGET __attribute__((noinline)) void stageBlock(const std::uint8_t* src,
-                                                             std::int64_t stride, int n, int width,
-                                                             bool fp8, std::uint16_t* dst) {
-    std::memset(dst + std::ptrdiff_t(n) * width, 0, std::size_t((kBlock - n) * width) * 2);
+                                                             std::int64_t stride, int n, int block,
+                                                             int width, bool fp8,
+                                                             std::uint16_t* dst) {
+    std::memset(dst + std::ptrdiff_t(n) * width, 0, std::size_t((block - n) * width) * 2);
     if (!fp8) {
         for (int i = 0; i < n; ++i)
             std::memcpy(dst + i * width, src + i * stride, std::size_t(width) * 2);
@@ -219,7 +223,7 @@ KVSCOPE_AMX_TARGET __attribute__((noinline)) void scoreBlock(const std::uint8_t*
                     dpA(j, k + 16 * (i0 + j) * ks + c * 64, ks);
             }
             for (int j = 0; j < tiles; ++j)
-                storeC(j, sc.st.data() + (grp * kBlock + 16 * (i0 + j)) * 16);
+                storeC(j, sc.st.data() + (grp * sc.block + 16 * (i0 + j)) * 16);
         }
 }
 
@@ -227,7 +231,7 @@ KVSCOPE_AMX_TARGET __attribute__((noinline)) void scoreBlock(const std::uint8_t*
 /// A tiles (sc.pa), and the sum of the rounded values.
 KVSCOPE_AMX_TARGET __attribute__((noinline)) void softmaxBlock(int grp, int n, float scale,
                                                                ScratchAmx& sc) {
-    const float* st = sc.st.data() + grp * kBlock * 16;
+    const float* st = sc.st.data() + grp * sc.block * 16;
     const __m512 vs = _mm512_set1_ps(scale);
     __m512 mx = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
     for (int t = 0; t < n; ++t)
@@ -262,7 +266,7 @@ KVSCOPE_AMX_TARGET __attribute__((noinline)) void softmaxBlock(int grp, int n, f
                                               _mm512_castsi512_ps(_mm512_and_si512(x[i], hiMask))));
         }
         transpose16(x); // x[r] = query row r's 32 probabilities, in token order
-        std::uint16_t* pa = sc.pa.data() + (grp * (kBlock / 32) + c) * kTileB;
+        std::uint16_t* pa = sc.pa.data() + (grp * (sc.block / 32) + c) * kTileB;
         for (int r = 0; r < 16; ++r)
             _mm512_storeu_si512(pa + 32 * r, x[r]);
     }
@@ -304,7 +308,7 @@ KVSCOPE_AMX_TARGET __attribute__((noinline)) void pvBlock(int grp, int rows, int
         for (int j = 0; j < 4; ++j)
             zeroC(j);
         for (int c = 0; c < chunks; ++c) {
-            _tile_loadd(4, sc.pa.data() + (grp * (kBlock / 32) + c) * kTileB, 64);
+            _tile_loadd(4, sc.pa.data() + (grp * (sc.block / 32) + c) * kTileB, 64);
             for (int j = 0; j < 4; ++j)
                 dpC(j, sc.vv.data() + (c * NB + b0 + j) * kTileB);
         }
@@ -327,6 +331,8 @@ KVSCOPE_AMX_TARGET void attendAmxImpl(const SegmentBf16& sg, ScratchAmx& sc) {
     const int groups = (R + 15) / 16;
     const bool fp8 = sg.dtype != KvDtype::Bf16, mla = sg.values == sg.keys;
     prepareQ<DK>(sg, groups, sc);
+    const int kBlock = blockTokens(groups);
+    sc.block = kBlock;
     sc.kTile.resize(std::size_t(kBlock * DK));
     sc.vTile.resize(std::size_t(kBlock * DV));
     sc.vv.resize(std::size_t(kBlock / 32 * DV / 16 * kTileB));
@@ -344,14 +350,14 @@ KVSCOPE_AMX_TARGET void attendAmxImpl(const SegmentBf16& sg, ScratchAmx& sc) {
         const std::uint8_t* v = sg.values + t * sg.valueRowBytes;
         std::int64_t ks = sg.keyRowBytes, vs = sg.valueRowBytes;
         if (fp8 || n < kBlock) { // decode, or pad so no tile reads past the segment
-            stageBlock(k, ks, n, DK, fp8, sc.kTile.data());
+            stageBlock(k, ks, n, kBlock, DK, fp8, sc.kTile.data());
             k = reinterpret_cast<const std::uint8_t*>(sc.kTile.data());
             ks = DK * 2;
             if (mla) {
                 v = k;
                 vs = ks;
             } else {
-                stageBlock(v, vs, n, DV, fp8, sc.vTile.data());
+                stageBlock(v, vs, n, kBlock, DV, fp8, sc.vTile.data());
                 v = reinterpret_cast<const std::uint8_t*>(sc.vTile.data());
                 vs = DV * 2;
             }

@@ -20,6 +20,7 @@ struct ScratchAmx {
     std::vector<float> acc;           // [groups * 16][valueDim]
     std::vector<float> m, l, alpha;   // [groups][16] running max, sum, rescale
     std::vector<float> cTmp;          // [4][16][16] one pass of output tiles
+    int block = 32;                   // tokens per block of the current segment
 };
 
 /// AMX-BF16 is present and Linux granted this process the tile data state.
