@@ -70,6 +70,8 @@ std::unique_ptr<Engine> makeCpuEngine();
 /// code that differs from the exact scalar table, -1 if none, -2 if this CPU or build has no
 /// AVX512_BF16 kernel (for tests: random inputs in [-1, 1) never reach codes >= 0x40).
 int cpuFp8VectorMismatch();
+/// The CPU engine's AMX kernel can run here (AMX-BF16 and the tile state granted by Linux).
+bool cpuHasAmxKernel();
 #if KVSCOPE_HAVE_CUDA
 /// nullptr with *error set when there is no usable driver or device.
 std::unique_ptr<Engine> makeCudaEngine(std::string* error);

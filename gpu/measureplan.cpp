@@ -1,6 +1,7 @@
 #include "gpu/measureplan.h"
 
 #include "core/law/law.h"
+#include "core/model/dtype.h"
 
 #include <algorithm>
 
@@ -18,6 +19,13 @@ std::int64_t gqaHeadDim(const ModelSpec& m) {
 }
 
 } // namespace
+
+std::optional<gpu::KvDtype> kernelKvDtype(const ModelSpec& m, KvDtype shown) {
+    if (shown == KvDtype::Auto)
+        shown = m.torchDtype.value == "float16" || m.torchDtype.value == "half" ? KvDtype::FP16
+                                                                                : KvDtype::BF16;
+    return gpu::parseDtype(toString(shown));
+}
 
 PlannedShape planShape(const ModelSpec& m, std::int64_t kvHeads, std::int64_t tp,
                        std::int64_t context, std::int64_t batch, gpu::KvDtype dtype) {

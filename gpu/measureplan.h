@@ -4,15 +4,24 @@
 // that kvscope_gpu itself stays free of core.
 #pragma once
 
+#include "core/model/dtype.h"
 #include "core/model/model.h"
 #include "gpu/backend.h"
 #include "gpu/step.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace kvscope {
+
+/// The kernels' KV dtype for core's KV dtype (what the window's deployment and `--kv-cache-dtype`
+/// say): Auto is the model's served 16-bit dtype (float16 checkpoints fp16, everything else
+/// bf16, as core/law/law.cpp resolves it), then the name maps through gpu::parseDtype (bf16,
+/// fp16, fp32, fp8 = e4m3). nullopt for the layouts no kernel reads (fp8_e5m2, nvfp4, the
+/// per-token-head scaled types, fp8_ds_mla).
+std::optional<gpu::KvDtype> kernelKvDtype(const ModelSpec& m, KvDtype shown);
 
 struct PlannedShape {
     gpu::DecodeShape shape;

@@ -101,8 +101,10 @@ MeasureJob MeasureController::jobForCurrentState() const {
     // per sweep on two cores; a GPU sweep also batches 16 requests, as a server would.
     const std::int64_t context = 8192;
     const std::int64_t batch = cuda ? 16 : 1;
-    for (const auto& p :
-         variantShapes(st.model, st.deployment.tp, context, batch, gpu::KvDtype::Bf16)) {
+    // The KV dtype the window shows; bf16 where no kernel reads that layout (e.g. nvfp4).
+    const gpu::KvDtype dtype =
+        kernelKvDtype(st.model, st.deployment.kvDtype).value_or(gpu::KvDtype::Bf16);
+    for (const auto& p : variantShapes(st.model, st.deployment.tp, context, batch, dtype)) {
         if (!p.skip.empty())
             continue;
         job.shapes.push_back(p.shape);
@@ -113,7 +115,7 @@ MeasureJob MeasureController::jobForCurrentState() const {
     // (MLA, MoE) get none.
     if (!cuda)
         for (std::int64_t b : {1, 4, 16}) {
-            const PlannedStep p = planStep(st.model, st.deployment.tp, 4096, b, gpu::KvDtype::Bf16);
+            const PlannedStep p = planStep(st.model, st.deployment.tp, 4096, b, dtype);
             if (p.skip.empty())
                 job.steps.push_back(p.shape);
         }

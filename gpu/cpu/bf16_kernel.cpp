@@ -10,6 +10,7 @@
 // put back in order at the end of the segment.
 #include "gpu/cpu/bf16_kernel.h"
 
+#include "gpu/cpu/bf16_simd.h"
 #include "gpu/cpu/simd.h"
 #include "gpu/numerics.h"
 
@@ -25,18 +26,6 @@ namespace kvscope::gpu::detail::cpu {
 
 #if KVSCOPE_HAVE_BF16_KERNEL
 namespace {
-
-/// fp8 e4m3 -> bf16 bits, exact (3 mantissa bits and exponents 2^-9..2^8 fit in bf16).
-const std::uint16_t* fp8ToBf16Table() {
-    static const auto table = [] {
-        std::array<std::uint16_t, 256> t{};
-        for (int i = 0; i < 256; ++i)
-            t[std::size_t(i)] =
-                std::uint16_t(num::floatToBits(num::fp8e4m3ToFloat(std::uint8_t(i))) >> 16);
-        return t;
-    }();
-    return table.data();
-}
 
 /// Sums of 16 vectors: lane i of the result is the sum of the 16 lanes of v[i].
 KVSCOPE_BF16_TARGET inline __attribute__((always_inline)) __m512 transposeSum16(__m512 v[16]) {
@@ -56,52 +45,7 @@ KVSCOPE_BF16_TARGET inline __attribute__((always_inline)) __m512 transposeSum16(
                          _mm512_shuffle_f32x4(c[0], c[1], 0xdd));
 }
 
-/// 2^x for x <= 0 (as exp2NegW): degree-7 polynomial, then scalef by the integer part.
-KVSCOPE_BF16_TARGET inline __m512 exp2Neg512(__m512 x) {
-    x = _mm512_max_ps(x, _mm512_set1_ps(-125.0f));
-    const __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-    const __m512 t = _mm512_mul_ps(_mm512_sub_ps(x, n), _mm512_set1_ps(0.69314718056f));
-    __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.0f / 720.0f));
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.0f / 120.0f));
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.0f / 24.0f));
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.0f / 6.0f));
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.0f));
-    return _mm512_scalef_ps(p, n);
-}
-
-KVSCOPE_BF16_TARGET inline __m512bh asBh(__m512i v) {
-    __m512bh r;
-    std::memcpy(&r, &v, sizeof r);
-    return r;
-}
-
 constexpr std::int64_t kBf16Tile = 32; // tokens per tile: two 16-lane score vectors per row
-
-/// The 128 non-negative fp8 e4m3 codes as bf16 bits, in four vectors for vpermi2w lookups.
-struct Fp8Lut {
-    __m512i t[4];
-};
-KVSCOPE_BF16_TARGET inline Fp8Lut fp8Lut() {
-    Fp8Lut l;
-    for (int i = 0; i < 4; ++i)
-        l.t[i] = _mm512_loadu_si512(fp8ToBf16Table() + 32 * i);
-    return l;
-}
-
-/// 32 fp8 e4m3 values -> bf16, exactly: the magnitude (7 bits) is looked up in the scalar table
-/// with two vpermi2w (64 entries each) and a blend on bit 6; the sign bit moves to bit 15.
-KVSCOPE_BF16_TARGET inline __m512i fp8x32ToBf16(const std::uint8_t* src, const Fp8Lut& lut) {
-    const __m512i w =
-        _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src)));
-    const __m512i lo = _mm512_permutex2var_epi16(lut.t[0], w, lut.t[1]);
-    const __m512i hi = _mm512_permutex2var_epi16(lut.t[2], w, lut.t[3]);
-    const __mmask32 upper = _mm512_test_epi16_mask(w, _mm512_set1_epi16(0x40));
-    const __m512i sign = _mm512_slli_epi16(_mm512_and_si512(w, _mm512_set1_epi16(0x80)), 8);
-    return _mm512_or_si512(_mm512_mask_blend_epi16(upper, lo, hi), sign);
-}
 
 /// Copies (bf16) or decodes (fp8) n <= kBf16Tile token rows into a kBf16Tile-row tile whose
 /// rows past n are zero. width is a multiple of 32.

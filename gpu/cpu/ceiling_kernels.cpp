@@ -1,5 +1,6 @@
 #include "gpu/cpu/ceiling_kernels.h"
 
+#include "gpu/cpu/amx_kernel.h"
 #include "gpu/cpu/bf16_kernel.h"
 #include "gpu/cpu/simd.h"
 
@@ -156,7 +157,7 @@ KVSCOPE_BF16_TARGET __attribute__((noinline)) float bf16DotBody(std::int64_t ite
 
 template <int W, int C> void addFma(std::vector<ComputeKernel>& out) {
     out.push_back({std::string("fma-") + widthName(W) + "-c" + std::to_string(C),
-                   &Width<W>::template fma<C>, 2.0 * C * W, false});
+                   &Width<W>::template fma<C>, 2.0 * C * W, ComputeUnit::Fma});
 }
 
 } // namespace
@@ -202,8 +203,11 @@ std::vector<ComputeKernel> computeKernelFamily() {
     if (cpuHasBf16Dot())
         for (auto [c, fn] : {std::pair{8, &bf16DotBody<8>}, std::pair{12, &bf16DotBody<12>},
                              std::pair{16, &bf16DotBody<16>}})
-            f.push_back({"vdpbf16ps-c" + std::to_string(c), fn, 64.0 * c, true});
+            f.push_back({"vdpbf16ps-c" + std::to_string(c), fn, 64.0 * c, ComputeUnit::Bf16Dot});
 #endif
+    // 4 independent 16 x 16 x 32 tile products per iteration (2 FLOPs per multiply-add).
+    if (cpuHasAmx())
+        f.push_back({"tdpbf16ps-c4", &amxDotChain, 4.0 * 16 * 16 * 32 * 2, ComputeUnit::Amx});
     return f;
 }
 

@@ -2,8 +2,8 @@
 // family, as the Empirical Roofline Toolkit takes it): reads of a buffer with 1-8 streams per
 // thread, 1-4 cache lines per stream and step, every vector width the CPU has, software
 // prefetch at several distances with T0 or NTA hints; fp32 FMA chains per vector width; and
-// vdpbf16ps chains. Each returns a value derived from all it read or computed, so nothing can
-// be optimised away.
+// vdpbf16ps and tdpbf16ps (AMX) chains. Each returns a value derived from all it read or computed,
+// so nothing can be optimised away.
 #pragma once
 
 #include <cstdint>
@@ -28,14 +28,19 @@ std::vector<ReadKernel> readKernelFamily();
 /// `iterations` steps of independent multiply-add (or dot-product) chains on one thread.
 using ComputeFn = float (*)(std::int64_t iterations, float seed);
 
+/// The arithmetic unit a chain kernel times: fp32 FMA (fp16/fp32 KV, and every dtype on CPUs
+/// without AVX512_BF16), vdpbf16ps (the bf16/fp8 kernel without AMX), the AMX tile unit.
+enum class ComputeUnit { Fma, Bf16Dot, Amx };
+
 struct ComputeKernel {
     std::string name; ///< e.g. "fma-avx512-c12"
     ComputeFn fn = nullptr;
     double flopsPerIteration = 0;
-    bool bf16Dot = false; ///< vdpbf16ps (the bf16/fp8 KV kernel's unit), else fp32 FMA
+    ComputeUnit unit = ComputeUnit::Fma;
 };
 
-/// fp32 FMA chains per vector width, and vdpbf16ps chains where the CPU has AVX512_BF16.
+/// fp32 FMA chains per vector width, vdpbf16ps chains where the CPU has AVX512_BF16, and a
+/// tdpbf16ps chain where it has AMX-BF16.
 std::vector<ComputeKernel> computeKernelFamily();
 
 } // namespace kvscope::gpu::detail::cpu

@@ -1,5 +1,6 @@
 #include "gpu/cpu/ceilings.h"
 
+#include "gpu/cpu/amx_kernel.h"
 #include "gpu/cpu/bf16_kernel.h"
 
 #include <algorithm>
@@ -183,30 +184,51 @@ double CeilingMeter::measureResident(std::int64_t bytesPerThread, int passes) {
     return best;
 }
 
+ComputeUnit kernelUnit(KvDtype d) {
+    if (d != KvDtype::Bf16 && d != KvDtype::Fp8E4m3)
+        return ComputeUnit::Fma;
+    return amxEnabled() ? ComputeUnit::Amx
+                        : (bf16DotEnabled() ? ComputeUnit::Bf16Dot : ComputeUnit::Fma);
+}
+
 void CeilingMeter::measurePeaks(Ceilings& c) {
     const std::int64_t iterations = 2'000'000;
-    double fma = 0, dot = 0;
+    double* best = best_;
+    std::fill(best_, best_ + 3, 0.0);
     for (std::size_t i = 0; i < computes_.size(); ++i) {
-        const double v = timeCompute(computes_[i], iterations, 3);
+        // A tdpbf16ps iteration is 1024 vdpbf16ps worth of work: fewer of them.
+        const bool amx = computes_[i].unit == ComputeUnit::Amx;
+        const double v = timeCompute(computes_[i], amx ? iterations / 16 : iterations, 3);
         c.peakFamily.push_back({computes_[i].name, v});
-        if (!computes_[i].bf16Dot && v > fma)
-            fma = v, fmaWinner_ = i;
-        if (computes_[i].bf16Dot && v > dot)
-            dot = v, dotWinner_ = i;
+        const int u = int(computes_[i].unit);
+        if (v > best[u])
+            best[u] = v, winner_[u] = i;
     }
-    const bool useDot = dot > 0 && bf16DotEnabled();
     for (KvDtype d : {KvDtype::Bf16, KvDtype::Fp16, KvDtype::Fp8E4m3, KvDtype::Fp32}) {
-        const bool onDot = useDot && (d == KvDtype::Bf16 || d == KvDtype::Fp8E4m3);
         const std::string key(dtypeName(d));
-        c.peakFlopPerSecond[key] = onDot ? dot : fma;
-        c.peakKernelFor[key] = computes_[onDot ? dotWinner_ : fmaWinner_].name;
+        const std::size_t w = winnerFor(d);
+        c.peakFlopPerSecond[key] = best[int(computes_[w].unit)];
+        c.peakKernelFor[key] = computes_[w].name;
     }
     c.peakKernel = "best of " + std::to_string(computes_.size()) + " chain kernels on " +
-                   std::to_string(pool_.size()) + " threads: " + computes_[fmaWinner_].name +
-                   " for fp16/fp32 KV, " +
-                   (useDot ? computes_[dotWinner_].name : computes_[fmaWinner_].name) +
-                   " for bf16/fp8 KV" +
-                   (useDot ? "" : " (computed in fp32 on this CPU or by KVSCOPE_CPU_KERNEL)");
+                   std::to_string(pool_.size()) +
+                   " threads: " + computes_[winnerFor(KvDtype::Fp16)].name + " for fp16/fp32 KV, " +
+                   computes_[winnerFor(KvDtype::Bf16)].name + " for bf16/fp8 KV" +
+                   (kernelUnit(KvDtype::Bf16) == ComputeUnit::Fma
+                        ? " (computed in fp32 on this CPU or by KVSCOPE_CPU_KERNEL)"
+                        : "");
+}
+
+double CeilingMeter::unitPeak(ComputeUnit unit) const {
+    return best_[int(unit)] > 0 ? best_[int(unit)] : best_[int(ComputeUnit::Fma)];
+}
+
+/// The winning chain kernel of the unit the dtype's kernel runs on (FMA if that unit was not
+/// measured).
+std::size_t CeilingMeter::winnerFor(KvDtype d) const {
+    const ComputeUnit u = kernelUnit(d);
+    const std::size_t w = winner_[int(u)];
+    return computes_[w].unit == u ? w : winner_[int(ComputeUnit::Fma)];
 }
 
 Ceilings CeilingMeter::measure(const Progress& progress) {
@@ -259,7 +281,7 @@ double CeilingMeter::fastestPiece(const ReadKernel& k, unsigned threads, std::in
     return best;
 }
 
-bool CeilingMeter::spot(KvDtype dtype, double pointBytes, double* read, double* peak,
+bool CeilingMeter::spot(ComputeUnit unit, double pointBytes, double* read, double* peak,
                         std::string* kernel) {
     if (!measured_ && !measure({}).ok)
         return false;
@@ -273,9 +295,9 @@ bool CeilingMeter::spot(KvDtype dtype, double pointBytes, double* read, double* 
             *kernel = reads_[r.kernel].name + " x" + std::to_string(r.threads);
         }
     }
-    const bool onDot = bf16DotEnabled() && computes_[dotWinner_].bf16Dot &&
-                       (dtype == KvDtype::Bf16 || dtype == KvDtype::Fp8E4m3);
-    *peak = timeCompute(computes_[onDot ? dotWinner_ : fmaWinner_], 125'000, 16);
+    const std::size_t w = winner_[int(unit)];
+    const ComputeKernel& k = computes_[computes_[w].unit == unit ? w : winner_[0]];
+    *peak = timeCompute(k, k.unit == ComputeUnit::Amx ? 125'000 / 16 : 125'000, 16);
     return true;
 }
 

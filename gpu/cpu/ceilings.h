@@ -24,6 +24,11 @@ std::string cpuModelName();
 /// Physical memory, bytes (0 when unknown).
 std::int64_t physicalMemoryBytes();
 
+/// The best unit a kernel for this KV dtype can compute on here: AMX or vdpbf16ps for bf16 and
+/// fp8 where the CPU has them (and KVSCOPE_CPU_KERNEL does not force another), else fp32 FMA.
+/// (A shape's kernel may use a slower one: the vdpbf16ps kernel serves small groups.)
+ComputeUnit kernelUnit(KvDtype d);
+
 class CeilingMeter {
 public:
     CeilingMeter(ThreadPool& pool, std::int64_t llcBytes, std::int64_t l2Bytes,
@@ -34,9 +39,13 @@ public:
     /// ceilings a point is placed against. One pass over the buffer per kernel, timed in
     /// pieces of about `pointBytes` (at least 1 MiB per thread); the ceiling is the fastest
     /// piece, as the point's repeats are runs of that size. The peak likewise: the fastest of
-    /// 16 short runs.
-    bool spot(KvDtype dtype, double pointBytes, double* readBytesPerSecond,
+    /// 16 short runs of the unit's winning chain kernel.
+    bool spot(ComputeUnit unit, double pointBytes, double* readBytesPerSecond,
               double* peakFlopPerSecond, std::string* readKernel);
+
+    /// The winning chain kernel's FLOP/s of a unit in the last measure() (FMA's if the unit was
+    /// not measured).
+    double unitPeak(ComputeUnit unit) const;
 
 private:
     struct Ranked {
@@ -60,7 +69,9 @@ private:
     Buffer buffer_;
     std::int64_t bufferBytes_ = 0;
     std::vector<Ranked> rankedReads_; // best first
-    std::size_t fmaWinner_ = 0, dotWinner_ = 0;
+    std::size_t winnerFor(KvDtype d) const;
+    std::size_t winner_[3] = {0, 0, 0}; // per ComputeUnit
+    double best_[3] = {0, 0, 0};
     bool measured_ = false;
     std::vector<float> sink_;
 };

@@ -58,7 +58,7 @@ inline void encodeValue(KvDtype dtype, float x, std::uint8_t* dst) {
 }
 
 inline float decodeValue(KvDtype dtype, const std::uint8_t* src) {
-    float out;
+    float out = 0; // every dtype writes it; GCC cannot see that through the switch
     decodeRow(dtype, src, &out, 1);
     return out;
 }

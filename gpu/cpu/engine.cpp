@@ -5,6 +5,7 @@
 // Design and figures: gpu/NOTES.md.
 #include "gpu/engine.h"
 
+#include "gpu/cpu/amx_kernel.h"
 #include "gpu/cpu/bf16_kernel.h"
 #include "gpu/cpu/buffer.h"
 #include "gpu/cpu/ceilings.h"
@@ -73,13 +74,17 @@ public:
 
     bool spotCeilings(KvDtype dtype, double pointBytes, double* read, double* peak,
                       std::string* kernel) override {
-        return ceilings_.spot(dtype, pointBytes, read, peak, kernel);
+        // The peak of the unit this shape's kernel computes on.
+        const ComputeUnit unit = amx_       ? ComputeUnit::Amx
+                                 : bf16Dot_ ? ComputeUnit::Bf16Dot
+                                            : ComputeUnit::Fma;
+        return ceilings_.spot(dtype == shape_.dtype ? unit : kernelUnit(dtype), pointBytes, read,
+                              peak, kernel);
     }
 
     std::string prepare(const DecodeShape& s, int sets, std::uint64_t seed) override {
         release();
         shape_ = s;
-        seed_ = seed;
         if (auto e = chooseKernel(s); !e.empty())
             return e;
         if (auto e = acquireInputs(s, sets); !e.empty())
@@ -144,6 +149,8 @@ public:
 
     std::string kernelName() const override {
         const std::string name = shape_.kind == Attention::Mla ? "cpu-mla-absorbed" : "cpu-gqa";
+        if (amx_)
+            return name + "-amx";
         if (bf16Dot_)
             return name + "-bf16dot";
         return name + (width_ == 16 ? "-avx512" : width_ == 8 ? "-avx2" : "-vec4");
@@ -178,6 +185,7 @@ private:
             return "unsupported key/value widths " + std::to_string(dq) + "/" +
                    std::to_string(s.valueDim()) + " for the CPU kernels";
         bf16Dot_ = bf16DotEnabled() && (s.dtype == KvDtype::Bf16 || s.dtype == KvDtype::Fp8E4m3);
+        amx_ = bf16Dot_ && amxServes(s.kind == Attention::Mla ? s.qHeads : s.groupSize());
         // Splits: enough work items to keep every thread busy, at least 256 tokens each.
         streams_ = s.kind == Attention::Mla ? s.batch : s.batch * s.kvHeads;
         const std::int64_t want = 4 * std::int64_t(pool_.size());
@@ -273,8 +281,13 @@ private:
         sg.scoreScale = qScale();
         sg.out = at.out;
         sg.lse = at.lse;
+        if (amx_) {
+            thread_local ScratchAmx scratch;
+            attendAmx(sg, shape_.queryDim(), shape_.valueDim(), scratch); // widths checked earlier
+            return;
+        }
         thread_local ScratchBf16 scratch;
-        attendBf16(sg, shape_.queryDim(), shape_.valueDim(), scratch); // widths checked earlier
+        attendBf16(sg, shape_.queryDim(), shape_.valueDim(), scratch);
     }
 
     void runPortable(const InputSet& in, const ItemPlace& at) const {
@@ -354,10 +367,10 @@ private:
     std::int64_t llc_ = 0;
     CeilingMeter ceilings_;
     DecodeShape shape_;
-    std::uint64_t seed_ = 0;
     int splits_ = 1;
     std::int64_t streams_ = 1;
     bool bf16Dot_ = false;
+    bool amx_ = false;
     int width_ = 4; // the portable kernel's vector width
     PortableKernel portable_ = nullptr;
     std::vector<InputSet> sets_;
@@ -374,6 +387,10 @@ std::unique_ptr<Engine> makeCpuEngine() {
 
 int cpuFp8VectorMismatch() {
     return cpu::fp8VectorMismatch();
+}
+
+bool cpuHasAmxKernel() {
+    return cpu::cpuHasAmx();
 }
 
 } // namespace kvscope::gpu::detail

@@ -5,10 +5,7 @@
 // portable fp32 kernel), split over KV chunks and merged by log-sum-exp -> O GEMM + residual
 // -> RMSNorm -> gate/up GEMM -> SiLU(gate)·up -> down GEMM + residual. RoPE is left out: it is
 // elementwise on Q and K (no weight or KV bytes) and core/law/step.cpp counts no FLOPs for it.
-//
-// The GEMMs are written for bandwidth: each work item owns 4 weight rows and streams them once
-// per batch block of up to 4 requests (16 fp32 accumulators, vdpbf16ps on 32 bf16 pairs), so at
-// B = 1 every weight byte is loaded once and at larger B the 4-row block is reused from L1/L2.
+// The GEMMs (gemm.h) and the fp64 reference's pieces (step_reference.h) have their own files.
 //
 // DRAM, not the last cache: the weights of the stack are allocated `sets` times, so that the
 // bytes between two reads of the same weight are at least 2x the last-level cache; step r
@@ -20,14 +17,15 @@
 #include "gpu/cpu/buffer.h"
 #include "gpu/cpu/ceilings.h"
 #include "gpu/cpu/decode.h"
+#include "gpu/cpu/gemm.h"
 #include "gpu/cpu/inputs.h"
 #include "gpu/cpu/portable_kernel.h"
 #include "gpu/cpu/simd.h"
+#include "gpu/cpu/step_reference.h"
 #include "gpu/cpu/thread_pool.h"
 #include "gpu/numerics.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -46,114 +44,6 @@ std::uint16_t* u16(Buffer& b) {
 const std::uint16_t* u16(const Buffer& b) {
     return reinterpret_cast<const std::uint16_t*>(b.data);
 }
-
-// --- GEMM: Y[b][n] = sum_k X[b][k] W[n][k], X and W bf16, Y fp32 ------------------------------
-
-struct GemmArgs {
-    const std::uint16_t* x; // [B][K]
-    const std::uint16_t* w; // [N][K]
-    float* y;               // [B][N]
-    std::int64_t B, N, K;
-};
-
-constexpr std::int64_t kRowsPerItem = 4; // weight rows per work item
-
-/// Rows [n0, n0 + 4) (fewer at the end) for every batch row. Portable: fp32 FMA on the decoded
-/// bf16 values (GCC vectorises the inner loop per target clone).
-KVSCOPE_CLONES void gemmItemPortable(const GemmArgs& a, std::int64_t n0) {
-    const std::int64_t n1 = std::min(a.N, n0 + kRowsPerItem);
-    for (std::int64_t b = 0; b < a.B; ++b) {
-        const std::uint16_t* x = a.x + b * a.K;
-        for (std::int64_t n = n0; n < n1; ++n) {
-            const std::uint16_t* w = a.w + n * a.K;
-            float acc[16] = {};
-            std::int64_t k = 0;
-            for (; k + 16 <= a.K; k += 16)
-                for (int j = 0; j < 16; ++j)
-                    acc[j] += num::bitsToFloat(std::uint32_t(w[k + j]) << 16) *
-                              num::bitsToFloat(std::uint32_t(x[k + j]) << 16);
-            float s = 0;
-            for (int j = 0; j < 16; ++j)
-                s += acc[j];
-            for (; k < a.K; ++k)
-                s += num::bf16ToFloat(w[k]) * num::bf16ToFloat(x[k]);
-            a.y[b * a.N + n] = s;
-        }
-    }
-}
-
-#if KVSCOPE_HAVE_BF16_KERNEL
-KVSCOPE_BF16_TARGET inline __m512bh bhLoad(const std::uint16_t* p, __mmask32 m) {
-    const __m512i v = _mm512_maskz_loadu_epi16(m, p);
-    __m512bh r;
-    std::memcpy(&r, &v, sizeof r);
-    return r;
-}
-
-/// RB batch rows x 4 weight rows over K in [k0, k1), in steps of 32 bf16 pairs (masked tail);
-/// the partial sums live in acc[(b0 + i) * 4 + j] across K chunks.
-template <int RB>
-KVSCOPE_BF16_TARGET inline void gemmBlockBf16(const GemmArgs& a, std::int64_t n0, int nr,
-                                              std::int64_t b0, std::int64_t k0, std::int64_t k1,
-                                              float* part) {
-    __m512 acc[RB][4];
-    for (int i = 0; i < RB; ++i)
-        for (int j = 0; j < 4; ++j)
-            acc[i][j] = _mm512_loadu_ps(part + ((b0 + i) * 4 + j) * 16);
-    const std::uint16_t* wr[4];
-    for (int j = 0; j < 4; ++j)
-        wr[j] = a.w + (n0 + std::min(j, nr - 1)) * a.K;
-    for (std::int64_t k = k0; k < k1; k += 32) {
-        const __mmask32 m =
-            k1 - k >= 32 ? __mmask32(0xffffffffu) : __mmask32((1u << (k1 - k)) - 1u);
-        __m512bh wv[4];
-        for (int j = 0; j < 4; ++j)
-            wv[j] = bhLoad(wr[j] + k, m);
-        for (int i = 0; i < RB; ++i) {
-            const __m512bh xv = bhLoad(a.x + (b0 + i) * a.K + k, m);
-            for (int j = 0; j < 4; ++j)
-                acc[i][j] = _mm512_dpbf16_ps(acc[i][j], xv, wv[j]);
-        }
-    }
-    for (int i = 0; i < RB; ++i)
-        for (int j = 0; j < 4; ++j)
-            _mm512_storeu_ps(part + ((b0 + i) * 4 + j) * 16, acc[i][j]);
-}
-
-/// K is walked in chunks of 1024 so that the chunk of the 4 weight rows (8 KB) and of the
-/// batch's inputs stay in L1/L2 while every batch block reuses them; at B = 1 this is one
-/// pass over the rows.
-constexpr std::int64_t kKChunk = 1024;
-
-KVSCOPE_BF16_TARGET void gemmItemBf16(const GemmArgs& a, std::int64_t n0) {
-    const int nr = int(std::min<std::int64_t>(kRowsPerItem, a.N - n0));
-    thread_local std::vector<float> part; // [B][4] partial-sum vectors of 16 floats
-    part.assign(std::size_t(a.B * 4 * 16), 0.0f);
-    for (std::int64_t k0 = 0; k0 < a.K; k0 += kKChunk) {
-        const std::int64_t k1 = std::min(a.K, k0 + kKChunk);
-        std::int64_t b = 0;
-        for (; b + 4 <= a.B; b += 4)
-            gemmBlockBf16<4>(a, n0, nr, b, k0, k1, part.data());
-        switch (a.B - b) {
-        case 3:
-            gemmBlockBf16<3>(a, n0, nr, b, k0, k1, part.data());
-            break;
-        case 2:
-            gemmBlockBf16<2>(a, n0, nr, b, k0, k1, part.data());
-            break;
-        case 1:
-            gemmBlockBf16<1>(a, n0, nr, b, k0, k1, part.data());
-            break;
-        default:
-            break;
-        }
-    }
-    for (std::int64_t b = 0; b < a.B; ++b)
-        for (int j = 0; j < nr; ++j)
-            a.y[b * a.N + n0 + j] =
-                _mm512_reduce_add_ps(_mm512_loadu_ps(part.data() + (b * 4 + j) * 16));
-}
-#endif
 
 // --- the stack ---------------------------------------------------------------------------------
 
@@ -274,7 +164,7 @@ public:
 
         double readBefore = 0, peakBefore = 0, readAfter = 0, peakAfter = 0;
         std::string kernel;
-        meter_.spot(KvDtype::Bf16, m.counts.bytes, &readBefore, &peakBefore, &kernel);
+        meter_.spot(gemmUnit(), m.counts.bytes, &readBefore, &peakBefore, &kernel);
         std::vector<double> times;
         const auto start = std::chrono::steady_clock::now();
         for (int r = 0; r < 41; ++r) {
@@ -290,7 +180,7 @@ public:
             if (r >= 4 && elapsed > 2.0) // at least 5 repeats, about 2 s per point
                 break;
         }
-        meter_.spot(KvDtype::Bf16, m.counts.bytes, &readAfter, &peakAfter, &kernel);
+        meter_.spot(gemmUnit(), m.counts.bytes, &readAfter, &peakAfter, &kernel);
         release();
         std::sort(times.begin(), times.end());
         m.repeats = int(times.size());
@@ -304,13 +194,14 @@ public:
         if (m.readCeiling <= 0)
             m.readCeiling = ceilings_.readBytesPerSecond;
         if (m.peak <= 0)
-            m.peak = ceilings_.peakFor(KvDtype::Bf16);
+            m.peak = meter_.unitPeak(gemmUnit());
         // Attention runs on the KV dtype's units (as core/law/step.cpp times it): the bf16 dot
         // product for bf16/fp8 KV, else fp32 FMA, whose global peak is scaled by this point's
-        // bf16 spot over the global bf16 peak (same machine state).
+        // bf16 spot over the global bf16 peak (same machine state). The step's kernels use
+        // vdpbf16ps, not AMX, so the bf16 peak is that unit's.
         double attnPeak = m.peak;
         if (m.shape.kvDtype == KvDtype::Fp16 || m.shape.kvDtype == KvDtype::Fp32) {
-            const double g = ceilings_.peakFor(KvDtype::Bf16);
+            const double g = meter_.unitPeak(gemmUnit());
             attnPeak = g > 0 ? ceilings_.peakFor(m.shape.kvDtype) * m.peak / g : m.peak;
         }
         const double memoryS = m.counts.bytes / m.readCeiling;
@@ -468,14 +359,9 @@ private:
 
     void gemm(const std::uint16_t* x, const Buffer& w, std::int64_t N, std::int64_t K) {
         const GemmArgs a{x, u16(w), gemmOut_.data(), s_.batch, N, K};
-        const std::int64_t items = (N + kRowsPerItem - 1) / kRowsPerItem;
-#if KVSCOPE_HAVE_BF16_KERNEL
-        if (bf16Gemm()) {
-            pool_.parallelFor(items, [&](std::int64_t i) { gemmItemBf16(a, i * kRowsPerItem); });
-            return;
-        }
-#endif
-        pool_.parallelFor(items, [&](std::int64_t i) { gemmItemPortable(a, i * kRowsPerItem); });
+        const std::int64_t items = (N + kGemmRowsPerItem - 1) / kGemmRowsPerItem;
+        const bool bf16 = bf16Gemm();
+        pool_.parallelFor(items, [&](std::int64_t i) { gemmItem(a, i * kGemmRowsPerItem, bf16); });
     }
 
     /// normed = bf16(rmsnorm(residual) * g), eps 1e-5 (Llama's rms_norm_eps).
@@ -603,25 +489,9 @@ private:
         const std::int64_t kb = kvBytesPerElement(s.kvDtype);
         std::vector<double> x(residual0_.begin(), residual0_.end());
         auto matvec = [](const Buffer& w, const std::vector<double>& in, std::int64_t N,
-                         std::int64_t K) {
-            std::vector<double> out(std::size_t(N), 0.0);
-            for (std::int64_t n = 0; n < N; ++n) {
-                double acc = 0;
-                for (std::int64_t k = 0; k < K; ++k)
-                    acc += double(num::bf16ToFloat(u16(w)[n * K + k])) * in[std::size_t(k)];
-                out[std::size_t(n)] = acc;
-            }
-            return out;
-        };
+                         std::int64_t K) { return referenceMatvec(u16(w), in, N, K); };
         auto norm = [&](const Buffer& gw, const double* in) {
-            double ss = 0;
-            for (std::int64_t i = 0; i < d; ++i)
-                ss += in[i] * in[i];
-            const double r = 1.0 / std::sqrt(ss / double(d) + 1e-5);
-            std::vector<double> out(static_cast<std::size_t>(d));
-            for (std::int64_t i = 0; i < d; ++i)
-                out[std::size_t(i)] = in[i] * r * double(num::bf16ToFloat(u16(gw)[i]));
-            return out;
+            return referenceRmsNorm(u16(gw), in, d);
         };
         for (std::int64_t l = 0; l < s.layers; ++l) {
             const LayerWeights& w = weights_[0][std::size_t(l)];
@@ -634,15 +504,15 @@ private:
                     const std::int64_t j = head / g;
                     auto kAt = [&](std::int64_t t, std::int64_t e) {
                         if (t == S - 1) // the new token, as stored in the cache's dtype
-                            return double(
-                                storedKv(s.kvDtype, qkv[std::size_t(h * dh + j * dh + e)]));
+                            return double(referenceStoredKv(s.kvDtype,
+                                                            qkv[std::size_t(h * dh + j * dh + e)]));
                         return double(decodeValue(
                             s.kvDtype, c.k.data + (((b * kv + j) * S + t) * dh + e) * kb));
                     };
                     auto vAt = [&](std::int64_t t, std::int64_t e) {
                         if (t == S - 1)
-                            return double(
-                                storedKv(s.kvDtype, qkv[std::size_t((h + kv) * dh + j * dh + e)]));
+                            return double(referenceStoredKv(
+                                s.kvDtype, qkv[std::size_t((h + kv) * dh + j * dh + e)]));
                         return double(decodeValue(
                             s.kvDtype, c.v.data + (((b * kv + j) * S + t) * dh + e) * kb));
                     };
@@ -681,18 +551,13 @@ private:
         return x;
     }
 
-    /// The new token's K/V element as the cache stores it: the reference keeps it in double
-    /// except for the cache's own storage rounding (bf16 of a bf16 value is exact).
-    static double storedKv(KvDtype dt, double v) {
-        if (dt == KvDtype::Fp32)
-            return v;
-        std::uint8_t buf[4];
-        encodeValue(dt, float(v), buf);
-        return decodeValue(dt, buf);
-    }
-
     ThreadPool pool_;
     std::int64_t llc_ = 0;
+    /// The GEMMs' and bf16/fp8 attention's unit: vdpbf16ps where enabled, else fp32 FMA.
+    static ComputeUnit gemmUnit() {
+        return bf16DotEnabled() ? ComputeUnit::Bf16Dot : ComputeUnit::Fma;
+    }
+
     CeilingMeter meter_;
     Ceilings ceilings_;
     StepShape s_;

@@ -1,0 +1,45 @@
+// The AMX kernel: bf16 and fp8 KV (bf16 queries) on CPUs with AMX-BF16, both products on the
+// tile unit (tdpbf16ps): every query row of a KV stream (the g heads of a GQA group, every
+// head of an MLA batch row) shares each K/V tile. Design and figures: gpu/NOTES.md, "AMX".
+#pragma once
+
+#include "gpu/cpu/bf16_kernel.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace kvscope::gpu::detail::cpu {
+
+struct ScratchAmx {
+    std::vector<std::uint16_t> qt;    // [groups][key chunks][16][32] Q^T tiles (pairs)
+    std::vector<std::uint16_t> kTile; // [block][keyDim] staged / decoded K
+    std::vector<std::uint16_t> vTile; // [block][valueDim] staged / decoded V
+    std::vector<std::uint16_t> vv;    // [block / 32][valueDim / 16][16][32] V in token pairs
+    std::vector<std::uint16_t> pa;    // [groups][block / 32][16][32] bf16 probabilities
+    std::vector<float> st;            // [groups][block][16] raw scores, query rows in lanes
+    std::vector<float> acc;           // [groups * 16][valueDim]
+    std::vector<float> m, l, alpha;   // [groups][16] running max, sum, rescale
+    std::vector<float> cTmp;          // [4][16][16] one pass of output tiles
+    int block = 32;                   // tokens per block of the current segment
+};
+
+/// AMX-BF16 is present and Linux granted this process the tile data state.
+bool cpuHasAmx();
+/// The AMX kernel serves bf16 and fp8 KV where the CPU has it unless KVSCOPE_CPU_KERNEL is
+/// "bf16dot" (the vdpbf16ps kernel) or "fp32" (the portable kernel).
+bool amxEnabled();
+/// Query rows per KV stream from which the AMX kernel beats the vdpbf16ps one: its cost per
+/// token is nearly flat up to 16 rows (a tile's width), the vdpbf16ps kernel's grows with the
+/// rows. CPU-time bench, d 128, K/V in L2, ns per token AMX / vdpbf16ps: g 1 34 / 10,
+/// g 4 37 / 31, g 8 38 / 61, g 16 46 / 121, g 32 77 / 252 (NOTES.md, "AMX").
+constexpr std::int64_t kAmxMinRows = 8;
+/// The AMX kernel runs a stream of `rows` query rows: AMX enabled and rows >= kAmxMinRows, or
+/// any rows under KVSCOPE_CPU_KERNEL=amx (tests cover its small-group paths that way).
+bool amxServes(std::int64_t rows);
+/// Same segment contract as attendBf16 (widths 64/64, 128/128, 256/256, 576/512).
+bool attendAmx(const SegmentBf16& sg, std::int64_t keyDim, std::int64_t valueDim, ScratchAmx& sc);
+/// `iterations` steps of 4 independent tdpbf16ps (16 x 16 x 32 each) on one thread: the AMX
+/// peak chain for the ceilings. Returns a value derived from the accumulators; 0 without AMX.
+float amxDotChain(std::int64_t iterations, float seed);
+
+} // namespace kvscope::gpu::detail::cpu
