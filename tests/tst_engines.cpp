@@ -4,6 +4,7 @@
 #include "cli_runner.h"
 #include "core/engines/engines.h"
 #include "core/engines/explain_log.h"
+#include "core/engines/torch_alloc.h"
 #include "core/model/presets.h"
 
 #include <QFile>
@@ -207,6 +208,69 @@ private Q_SLOTS:
         const ExplainTerm* budget = findTerm(e, "budget");
         QVERIFY(budget && budget->logged);
         QVERIFY(std::fabs(budget->predicted - *budget->logged) < 0.01 * kGiB);
+    }
+
+    // c10/cuda/CUDACachingAllocator.cpp: what a sequence of kept tensors reserves.
+    void cachingAllocator_data() {
+        QTest::addColumn<QList<qint64>>("requests");
+        QTest::addColumn<qint64>("reserved");
+        const qint64 MiB = 1 << 20;
+        QTest::newRow("small tensors share a 2 MiB segment")
+            << QList<qint64>(100, 10 * 1024) << 2 * MiB;
+        QTest::newRow("1 MiB is still small") << QList<qint64>{MiB} << 2 * MiB;
+        QTest::newRow("just over 1 MiB opens a 20 MiB segment")
+            << QList<qint64>{MiB + 1} << 20 * MiB;
+        QTest::newRow("four 5 MiB tensors share one 20 MiB segment")
+            << QList<qint64>(4, 5 * MiB) << 20 * MiB;
+        QTest::newRow("a fifth opens another") << QList<qint64>(5, 5 * MiB) << 40 * MiB;
+        QTest::newRow("10 MiB and over: rounded up to 2 MiB")
+            << QList<qint64>{10 * MiB, 25 * MiB / 2} << 24 * MiB;
+        QTest::newRow("a large tensor fits a medium segment's remainder")
+            << QList<qint64>{5 * MiB, 12 * MiB} << 20 * MiB;
+        QTest::newRow("a remainder of 1 MiB or less is not split off")
+            << QList<qint64>{35 * MiB / 2, 2 * MiB} << 38 * MiB;
+    }
+    void cachingAllocator() {
+        QFETCH(QList<qint64>, requests);
+        QFETCH(qint64, reserved);
+        CachingAllocatorModel a;
+        for (qint64 r : requests)
+            a.allocate(r);
+        QCOMPARE(a.reservedBytes(), std::int64_t(reserved));
+    }
+
+    void sglangWeightRounding() {
+        // QwQ-32B at TP 4, bf16, per layer: qkv_proj 1,792 × 5,120 (17.5 MiB → 18), o_proj
+        // 5,120 × 1,280 (12.5 → 14), gate_up_proj 13,824 × 5,120 (135 → 136), down_proj
+        // 5,120 × 6,912 (67.5 → 68): 3.5 MiB per layer, 224 MiB over 64 layers; embed_tokens and
+        // lm_head 38,016 × 5,120 (371.25 → 372) each; the 131,072 × 128 rotary cache is 32 MiB
+        // exactly; the norms and the qkv bias (2,238,464 B) fill two 2 MiB small segments.
+        const ModelSpec m = model(kData + "/configs-logged/Qwen__QwQ-32B.json");
+        Deployment d;
+        d.tp = 4;
+        d.engine = parseEngineSpec("sglang@0.4.3").value();
+        const std::int64_t MiB = 1 << 20;
+        QCOMPARE(sglangWeightSlackBytes(m, d), 224 * MiB + 3 * MiB / 2 + (4 * MiB - 2238464));
+    }
+
+    void sglangFixtureLog() {
+        // "Load weight end ... mem usage=15.54 GB": 15.29 GiB of tensors + 0.22 GiB of
+        // allocator rounding; "Memory pool end. avail mem=2.09 GB" after 6.09: 4.00 GiB for
+        // 128 K/V buffers of 46,612 × 2 × 128 bf16 (22.8 MiB → 24 each) and req_to_token
+        // 2,049 × 131,076 int32.
+        const LogExplanation e = explain("sglang-0.4.3-l4/qwq-32b-tp4.log");
+        QVERIFY(e.tokensError);
+        QVERIFY2(std::fabs(*e.tokensError) < 0.02, e.summary.c_str());
+        const ExplainTerm* w = findTerm(e, "weights");
+        QVERIFY(w && w->logged);
+        QVERIFY2(std::fabs(w->predicted - *w->logged) < 0.05 * kGiB,
+                 qPrintable(QString::number(w->predicted / kGiB)));
+        const ExplainTerm* pool = findTerm(e, "pool_reserved");
+        QVERIFY(pool && pool->logged);
+        QVERIFY2(std::fabs(pool->predicted - *pool->logged) < 0.02 * kGiB,
+                 qPrintable(QString::number(pool->predicted / kGiB)));
+        // Without the rounding the K and V bytes and the table come to 3.85 GiB only.
+        QVERIFY(*pool->logged > 3.95 * kGiB);
     }
 
     // Every log kvscope can model: the engine's token count within the row's target, kvscope's

@@ -34,6 +34,20 @@ std::vector<std::int64_t> pipelineStageLayers(std::int64_t layers, std::int64_t 
 /// 0.79 (TP 16+).
 double sglangDefaultMemFractionStatic(const EngineSpec& e, std::int64_t tp);
 
+/// What SGLang's "mem usage" at weight load holds beyond the tensor bytes: the CUDA caching
+/// allocator's rounding of each weight tensor to its segment (core/engines/torch_alloc.h), per
+/// rank. 0 for quantized checkpoints (their packed layout is not listed per tensor).
+std::int64_t sglangWeightSlackBytes(const ModelSpec& m, const Deployment& d);
+
+/// ReqToTokenPool's size SGLang 0.4 picks without --max-running-requests: max_num_reqs + 1.
+std::int64_t sglangReqSlots(std::int64_t tokens, std::int64_t contextLen);
+
+/// Device memory SGLang's memory pool takes once sized (logged as "Load weight end" avail −
+/// "Memory pool end" avail) for a pool of `tokens` (max_total_num_tokens): the per-layer K and V
+/// buffers of tokens + 1 rows and the req_to_token table, each rounded by the caching allocator.
+std::int64_t sglangPoolReservedBytes(const Report& r, std::int64_t tokens, std::int64_t contextLen,
+                                     std::int64_t reqSlots);
+
 /// The number the engine prints for the pool: vLLM's "GPU KV cache size: N tokens", SGLang's
 /// "KV Cache is allocated. #tokens: N" (= max_total_num_tokens).
 std::int64_t engineTokens(const Report& r);
