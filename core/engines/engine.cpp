@@ -1,4 +1,5 @@
 #include "core/engines/engine.h"
+#include "core/engines/engines.h"
 
 #include <cctype>
 #include <vector>
@@ -25,6 +26,18 @@ EngineVersion newestModeledVersion(EngineName e) {
 
 EngineSpec defaultEngine() {
     return EngineSpec{EngineName::Vllm, newestModeledVersion(EngineName::Vllm)};
+}
+
+std::vector<EngineRelease> modeledEngineReleases() {
+    // The boundaries are those of vllm.cpp's rulesFor and defaultGpuMemUtil; each later release
+    // in a range gets that range's rules.
+    return {
+        {defaultEngine(), "vLLM 0.21 (newest: CUDA graphs subtracted, util 0.92)"},
+        {{EngineName::Vllm, {0, 19, 0}}, "vLLM 0.19 (rules of 0.17–0.20)"},
+        {{EngineName::Vllm, {0, 11, 0}}, "vLLM 0.11 (rules of 0.11–0.16)"},
+        {{EngineName::Vllm, {0, 10, 1}}, "vLLM 0.10.1 (rules up to 0.10)"},
+        {{EngineName::Sglang, newestModeledVersion(EngineName::Sglang)}, "SGLang 0.4.3"},
+    };
 }
 
 Result<EngineVersion> parseEngineVersion(std::string_view text) {

@@ -9,6 +9,16 @@
 
 namespace kvscope {
 
+/// A release kvscope has rules for, as a pool-model choice.
+struct EngineRelease {
+    EngineSpec spec;
+    std::string label; ///< "vLLM 0.19 (rules of 0.17–0.20)"
+};
+/// One release per set of rules, newest vLLM first (the default), then SGLang: vLLM 0.21 (CUDA
+/// graphs subtracted, util 0.92), 0.19 (the 0.17–0.20 rules, the logged H100 runs), 0.11
+/// (0.11–0.16), 0.10.1 (up to 0.10, the logged A100 runs); SGLang 0.4.3.
+std::vector<EngineRelease> modeledEngineReleases();
+
 /// vLLM's determine_available_memory for the deployment's release (see docs/engines.md).
 PoolBreakdown vllmPool(const ModelSpec& m, const GpuSpec& gpu, const Deployment& d,
                        std::int64_t weightBytesPerRank);

@@ -201,17 +201,28 @@ Deployment deploymentFor(const EngineLog& log, const ModelSpec& model, const Gpu
     return d;
 }
 
-/// Re-sizes the report's capacity for a pool computed outside evaluate (logged weights).
-void applyPool(Report& r, const ModelSpec& m, const Deployment& d, PoolBreakdown pool) {
+/// Re-sizes the report's capacity for a pool computed outside evaluate (logged weights): the
+/// deployment evaluated again on that pool (--pool-gib), so the paging is core's own — the
+/// hybrid allocator's groups for sliding-window models included — and the breakdown kept.
+void applyPool(Report& r, const ModelSpec& m, const GpuSpec& gpu, Deployment d,
+               PoolBreakdown pool) {
+    if (pool.poolBytes > 0) {
+        d.poolGiB = double(pool.poolBytes) / kGiB;
+        if (auto again = evaluate(m, gpu, d); again.ok()) {
+            const std::int64_t weights = r.weightBytesPerRank;
+            r = std::move(again).value();
+            r.weightBytesPerRank = weights;
+            r.pool = std::move(pool);
+            return;
+        }
+    }
     r.pool = std::move(pool);
-    const std::int64_t bytes = std::max<std::int64_t>(0, r.pool.poolBytes);
-    r.tokensCapacity = bytes / r.cellBytesPerTokenPerRank * d.dcp;
-    r.maxConcurrency = bytes / r.requestBytesPerRank;
-    r.concurrency = double(bytes) / double(r.requestBytesPerRank);
-    r.blocksPerRank = bytes / (r.pageBytes * m.layers.value);
-    r.vllmTokens = r.blocksPerRank * d.blockSize * d.dcp;
-    const std::int64_t perRequest = (r.contextPerRank + d.blockSize - 1) / d.blockSize;
-    r.vllmConcurrency = double(r.blocksPerRank) / double(perRequest);
+    r.tokensCapacity = 0;
+    r.maxConcurrency = 0;
+    r.concurrency = 0;
+    r.blocksPerRank = 0;
+    r.vllmTokens = 0;
+    r.vllmConcurrency = 0;
 }
 
 const PoolTerm* poolTerm(const PoolBreakdown& p, const std::string& key) {
@@ -505,7 +516,7 @@ Result<LogExplanation> explainEngineLog(const EngineLog& log, const ExplainOptio
         // model adds to the tensor bytes.
         const std::int64_t slack =
             log.engine == LogEngine::Sglang ? sglangWeightSlackBytes(model.value(), d) : 0;
-        applyPool(e.report, model.value(), d,
+        applyPool(e.report, model.value(), gpu, d,
                   computePool(model.value(), gpu, d, *log.weightBytes - slack));
     }
     if (model->windowLayerCount() > 0)
