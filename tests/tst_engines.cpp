@@ -385,6 +385,24 @@ private Q_SLOTS:
         QVERIFY(c->report.weightDtype == WeightDtype::INT8);
     }
 
+    // Logged weights on a hybrid model keep core's hybrid paging (groups of sliding and full
+    // layers): gemma-3-27b with its logged 51.45 GiB is within 1% of the logged tokens.
+    void loggedWeightsKeepHybridPaging() {
+        auto log = loadEngineLog(kLogs +
+                                 "vllm-0.19.0-h100/google-gemma-3-27b-it--h100-80gb--tp1pp1dp1--"
+                                 "8192.log");
+        QVERIFY(log.ok());
+        ExplainOptions opt;
+        opt.configDirs = {kData + "/configs-logged", kData + "/../fixtures/configs-2026"};
+        opt.loggedWeights = true;
+        auto e = explainEngineLog(log.value(), opt);
+        QVERIFY(e.ok());
+        QVERIFY(e->usedLoggedWeights);
+        QVERIFY(e->report.vllmKvCacheGroups > 1);
+        QVERIFY(e->tokensError);
+        QVERIFY2(std::fabs(*e->tokensError) < 0.01, e->summary.c_str());
+    }
+
     void fleetTargets() {
         ExplainOptions opt;
         opt.configDirs = {kData + "/configs-logged"};

@@ -70,6 +70,9 @@ ControlsPanel::ControlsPanel(QWidget* parent) : QWidget(parent) {
     dtypeCombo_->setObjectName(QStringLiteral("kvDtypeCombo"));
     poolCombo_ = new QComboBox(this);
     poolCombo_->setObjectName(QStringLiteral("poolModelCombo"));
+    // The width does not follow the longest item, so the dock keeps its width.
+    poolCombo_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    poolCombo_->setMinimumContentsLength(20);
     fillPoolCombo(Deployment{});
 
     auto valueLabel = [this](const QString& name) {
@@ -239,22 +242,28 @@ void ControlsPanel::fillPoolCombo(const Deployment& d) {
     // The releases core models, then the datasheet pool; a release a session names that is not
     // in the list (vllm@0.18.0) gets its own item, so the picker always shows what is sized.
     const QString current = d.poolModel == PoolModel::Datasheet ? kDatasheet : q(d.engine.text());
-    std::vector<std::pair<QString, QString>> items; // label, value
+    struct Item {
+        QString label, value, tip;
+    };
+    std::vector<Item> items;
     bool listed = current == kDatasheet;
     for (const EngineRelease& r : modeledEngineReleases()) {
-        items.emplace_back(q(r.label), q(r.spec.text()));
-        listed = listed || items.back().second == current;
+        items.push_back({q(r.label), q(r.spec.text()), q(r.rules)});
+        listed = listed || items.back().value == current;
     }
     if (!listed)
-        items.emplace_back(current, current);
-    items.emplace_back(tr("datasheet (the chapter)"), kDatasheet);
+        items.push_back({current, current, tr("sized with the rules of the release range")});
+    items.push_back(
+        {tr("datasheet (the chapter)"), kDatasheet, tr("util × datasheet GB − weights / TP")});
     bool same = poolCombo_->count() == static_cast<int>(items.size());
     for (int i = 0; same && i < poolCombo_->count(); ++i)
-        same = poolCombo_->itemData(i).toString() == items[static_cast<std::size_t>(i)].second;
+        same = poolCombo_->itemData(i).toString() == items[static_cast<std::size_t>(i)].value;
     if (!same) {
         poolCombo_->clear();
-        for (const auto& [label, value] : items)
-            poolCombo_->addItem(label, value);
+        for (const Item& it : items) {
+            poolCombo_->addItem(it.label, it.value);
+            poolCombo_->setItemData(poolCombo_->count() - 1, it.tip, Qt::ToolTipRole);
+        }
     }
     poolCombo_->setCurrentIndex(std::max(0, poolCombo_->findData(current)));
 }

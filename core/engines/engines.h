@@ -12,7 +12,8 @@ namespace kvscope {
 /// A release kvscope has rules for, as a pool-model choice.
 struct EngineRelease {
     EngineSpec spec;
-    std::string label; ///< "vLLM 0.19 (rules of 0.17–0.20)"
+    std::string label; ///< "vLLM 0.19 (0.17–0.20)": short, for a menu
+    std::string rules; ///< what sets the release apart, for a tooltip
 };
 /// One release per set of rules, newest vLLM first (the default), then SGLang: vLLM 0.21 (CUDA
 /// graphs subtracted, util 0.92), 0.19 (the 0.17–0.20 rules, the logged H100 runs), 0.11

@@ -119,8 +119,7 @@ PoolBreakdown sglangPool(const ModelSpec& m, const GpuSpec& gpu, const Deploymen
         PoolTerm{"weights", "weights / TP", p.weightBytes, true, gibText(p.weightBytes),
                  "parameter count × bytes per parameter / TP (core/model/params.cpp)"});
     p.terms.push_back(PoolTerm{
-        "allocator", "caching-allocator rounding of the weights", slack, true,
-        gibText(slack) + " over the tensor bytes",
+        "allocator", "allocator rounding", slack, true, gibText(slack) + " over the tensor bytes",
         "SGLang measures weights as a drop in free memory (get_available_gpu_memory: "
         "mem_get_info); c10/cuda/CUDACachingAllocator.cpp rounds each tensor to its segment"});
     p.terms.push_back(PoolTerm{"pool", "KV pool (K size + V size)", p.poolBytes, false,
