@@ -121,6 +121,10 @@ ControlsPanel::ControlsPanel(QWidget* parent) : QWidget(parent) {
     add(tr("Pool model"), tr("M next"), poolCombo_, nullptr);
     grid->setRowStretch(row, 1);
 
+    connectControls();
+}
+
+void ControlsPanel::connectControls() {
     connect(kvSlider_, &QSlider::valueChanged, this,
             [this](int i) { sliderMoved(Control::KvHeads, i); });
     connect(tpSlider_, &QSlider::valueChanged, this,

@@ -36,6 +36,7 @@ private:
     void addRow(Control c, const QString& name, const QString& shortcuts, QWidget* editor);
     void sliderMoved(Control c, int index);
     void fillPoolCombo(const Deployment& d);
+    void connectControls();
 
     AppState state_;
     std::vector<std::optional<std::int64_t>> kv_;
