@@ -1,5 +1,6 @@
 #include "ui/controlspanel.h"
 
+#include "core/engines/engines.h"
 #include "core/format.h"
 #include "ui/theme.h"
 #include "ui/viewmodel.h"
@@ -10,6 +11,7 @@
 #include <QSignalBlocker>
 #include <QSlider>
 #include <algorithm>
+#include <cmath>
 
 namespace kvscope::ui {
 
@@ -26,6 +28,17 @@ QSlider* makeSlider(QWidget* parent, const QString& name) {
     s->setPageStep(1);
     s->setFocusPolicy(Qt::StrongFocus);
     return s;
+}
+
+/// The pool picker's value for the datasheet pool; the engine items hold "vllm@0.19.0".
+const QString kDatasheet = QStringLiteral("datasheet");
+
+/// Pipeline stages offered: 1 to 8, never more than the layers (validate()'s bound).
+std::vector<std::int64_t> ppChoices(const ModelSpec& m) {
+    std::vector<std::int64_t> out;
+    for (std::int64_t pp = 1; pp <= 8 && pp <= std::max<std::int64_t>(1, m.layers.value); ++pp)
+        out.push_back(pp);
+    return out;
 }
 
 /// The menu label of a KV dtype: its row in core's dtype table.
@@ -47,6 +60,7 @@ ControlsPanel::ControlsPanel(QWidget* parent) : QWidget(parent) {
     contextSlider_ = makeSlider(this, QStringLiteral("contextSlider"));
     batchSlider_ = makeSlider(this, QStringLiteral("batchSlider"));
     utilSlider_ = makeSlider(this, QStringLiteral("utilSlider"));
+    ppSlider_ = makeSlider(this, QStringLiteral("ppSlider"));
     utilSlider_->setTickInterval(5);
     utilSlider_->setRange(50, 100);
     contextSlider_->setRange(0, static_cast<int>(contextChoices().size()) - 1);
@@ -56,8 +70,10 @@ ControlsPanel::ControlsPanel(QWidget* parent) : QWidget(parent) {
     dtypeCombo_->setObjectName(QStringLiteral("kvDtypeCombo"));
     poolCombo_ = new QComboBox(this);
     poolCombo_->setObjectName(QStringLiteral("poolModelCombo"));
-    poolCombo_->addItem(tr("vLLM (profiled)"), static_cast<int>(PoolModel::Vllm));
-    poolCombo_->addItem(tr("datasheet (the chapter)"), static_cast<int>(PoolModel::Datasheet));
+    // The width does not follow the longest item, so the dock keeps its width.
+    poolCombo_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    poolCombo_->setMinimumContentsLength(20);
+    fillPoolCombo(Deployment{});
 
     auto valueLabel = [this](const QString& name) {
         auto* l = new QLabel(this);
@@ -76,6 +92,7 @@ ControlsPanel::ControlsPanel(QWidget* parent) : QWidget(parent) {
     contextValue_ = valueLabel(QStringLiteral("contextValue"));
     batchValue_ = valueLabel(QStringLiteral("batchValue"));
     utilValue_ = valueLabel(QStringLiteral("utilValue"));
+    ppValue_ = valueLabel(QStringLiteral("ppValue"));
 
     int row = 0;
     auto add = [&](const QString& name, const QString& keys, QWidget* editor, QLabel* value) {
@@ -100,9 +117,14 @@ ControlsPanel::ControlsPanel(QWidget* parent) : QWidget(parent) {
     add(tr("Batch"), tr("B smaller · Shift+B larger"), batchSlider_, batchValue_);
     add(tr("KV dtype"), tr("D next · Shift+D previous"), dtypeCombo_, nullptr);
     add(tr("GPU mem util"), tr("U lower · Shift+U higher"), utilSlider_, utilValue_);
-    add(tr("Pool model"), tr("M toggles"), poolCombo_, nullptr);
+    add(tr("PP"), tr("slider only"), ppSlider_, ppValue_);
+    add(tr("Pool model"), tr("M next"), poolCombo_, nullptr);
     grid->setRowStretch(row, 1);
 
+    connectControls();
+}
+
+void ControlsPanel::connectControls() {
     connect(kvSlider_, &QSlider::valueChanged, this,
             [this](int i) { sliderMoved(Control::KvHeads, i); });
     connect(tpSlider_, &QSlider::valueChanged, this,
@@ -115,6 +137,8 @@ ControlsPanel::ControlsPanel(QWidget* parent) : QWidget(parent) {
             [this](int i) { sliderMoved(Control::Batch, i); });
     connect(utilSlider_, &QSlider::valueChanged, this,
             [this](int i) { sliderMoved(Control::Util, i); });
+    connect(ppSlider_, &QSlider::valueChanged, this,
+            [this](int i) { sliderMoved(Control::Pp, i); });
     connect(dtypeCombo_, &QComboBox::activated, this,
             [this](int i) { sliderMoved(Control::KvDtype, i); });
     connect(poolCombo_, &QComboBox::activated, this,
@@ -135,6 +159,8 @@ QSlider* ControlsPanel::slider(Control c) const {
         return batchSlider_;
     case Control::Util:
         return utilSlider_;
+    case Control::Pp:
+        return ppSlider_;
     default:
         return nullptr;
     }
@@ -175,8 +201,27 @@ void ControlsPanel::sliderMoved(Control c, int i) {
             return;
         d.kvDtype = at(dtypes_);
         break;
-    case Control::PoolModel:
-        d.poolModel = static_cast<PoolModel>(poolCombo_->itemData(i).toInt());
+    case Control::PoolModel: {
+        const QString value = poolCombo_->itemData(i).toString();
+        if (value == kDatasheet) {
+            d.poolModel = PoolModel::Datasheet;
+            break;
+        }
+        auto e = parseEngineSpec(value.toStdString());
+        if (!e.ok())
+            return;
+        // The utilisation follows the release's default unless it was moved off the old one
+        // (as `size --engine` does without --gpu-mem-util).
+        if (std::fabs(d.gpuMemUtil - defaultGpuMemUtil(d.engine)) < 1e-9)
+            d.gpuMemUtil = defaultGpuMemUtil(e.value());
+        d.poolModel = PoolModel::Vllm;
+        d.engine = e.value();
+        break;
+    }
+    case Control::Pp:
+        if (pp_.empty())
+            return;
+        d.pp = at(pp_);
         break;
     }
     Q_EMIT deploymentRequested(d);
@@ -197,6 +242,36 @@ void ControlsPanel::step(Control c, int delta) {
     sliderMoved(c, i);
 }
 
+void ControlsPanel::fillPoolCombo(const Deployment& d) {
+    // The releases core models, then the datasheet pool; a release a session names that is not
+    // in the list (vllm@0.18.0) gets its own item, so the picker always shows what is sized.
+    const QString current = d.poolModel == PoolModel::Datasheet ? kDatasheet : q(d.engine.text());
+    struct Item {
+        QString label, value, tip;
+    };
+    std::vector<Item> items;
+    bool listed = current == kDatasheet;
+    for (const EngineRelease& r : modeledEngineReleases()) {
+        items.push_back({q(r.label), q(r.spec.text()), q(r.rules)});
+        listed = listed || items.back().value == current;
+    }
+    if (!listed)
+        items.push_back({current, current, tr("sized with the rules of the release range")});
+    items.push_back(
+        {tr("datasheet (the chapter)"), kDatasheet, tr("util × datasheet GB − weights / TP")});
+    bool same = poolCombo_->count() == static_cast<int>(items.size());
+    for (int i = 0; same && i < poolCombo_->count(); ++i)
+        same = poolCombo_->itemData(i).toString() == items[static_cast<std::size_t>(i)].value;
+    if (!same) {
+        poolCombo_->clear();
+        for (const Item& it : items) {
+            poolCombo_->addItem(it.label, it.value);
+            poolCombo_->setItemData(poolCombo_->count() - 1, it.tip, Qt::ToolTipRole);
+        }
+    }
+    poolCombo_->setCurrentIndex(std::max(0, poolCombo_->findData(current)));
+}
+
 void ControlsPanel::setState(const AppState& s) {
     state_ = s;
     const ModelSpec& m = s.model;
@@ -205,9 +280,10 @@ void ControlsPanel::setState(const AppState& s) {
     tp_ = tpChoices(m, d.kvHeads);
     dcp_ = dcpChoices(m, s.gpu, d);
     dtypes_ = kvDtypeChoices(m, s.gpu, d);
+    pp_ = ppChoices(m);
 
     const QSignalBlocker b1(kvSlider_), b2(tpSlider_), b3(dcpSlider_), b4(contextSlider_),
-        b5(batchSlider_), b6(utilSlider_), b7(dtypeCombo_), b8(poolCombo_);
+        b5(batchSlider_), b6(utilSlider_), b7(dtypeCombo_), b8(poolCombo_), b9(ppSlider_);
 
     // h_kv: the current choice (unset = the model's own; the latent for MLA).
     std::optional<std::int64_t> kv = d.kvHeads;
@@ -239,6 +315,9 @@ void ControlsPanel::setState(const AppState& s) {
     batchValue_->setText(q(withCommas(d.batch)));
     utilSlider_->setValue(static_cast<int>(std::lround(d.gpuMemUtil * 100)));
     utilValue_->setText(q(fixed(d.gpuMemUtil, 2)));
+    ppSlider_->setRange(0, std::max(0, static_cast<int>(pp_.size()) - 1));
+    ppSlider_->setValue(nearestIndex(pp_, d.pp));
+    ppValue_->setText(QString::number(d.pp));
 
     // Refilled only when the choices change: a refill re-measures the combo and relayouts the
     // whole panel on every slider step.
@@ -252,7 +331,7 @@ void ControlsPanel::setState(const AppState& s) {
     }
     const auto dt = std::find(dtypes_.begin(), dtypes_.end(), d.kvDtype);
     dtypeCombo_->setCurrentIndex(dt == dtypes_.end() ? 0 : static_cast<int>(dt - dtypes_.begin()));
-    poolCombo_->setCurrentIndex(poolCombo_->findData(static_cast<int>(d.poolModel)));
+    fillPoolCombo(d);
 }
 
 } // namespace kvscope::ui

@@ -15,7 +15,9 @@ class QSlider;
 
 namespace kvscope::ui {
 
-enum class Control { KvHeads, Tp, Dcp, Context, Batch, KvDtype, Util, PoolModel };
+/// PoolModel is the pool picker: an engine release kvscope models (core/engines/engine.h,
+/// modeledEngineReleases) or the chapter's datasheet pool. Pp: pipeline-parallel stages.
+enum class Control { KvHeads, Tp, Dcp, Context, Batch, KvDtype, Util, PoolModel, Pp };
 
 class ControlsPanel : public QWidget {
     Q_OBJECT
@@ -33,10 +35,12 @@ Q_SIGNALS:
 private:
     void addRow(Control c, const QString& name, const QString& shortcuts, QWidget* editor);
     void sliderMoved(Control c, int index);
+    void fillPoolCombo(const Deployment& d);
+    void connectControls();
 
     AppState state_;
     std::vector<std::optional<std::int64_t>> kv_;
-    std::vector<std::int64_t> tp_, dcp_;
+    std::vector<std::int64_t> tp_, dcp_, pp_;
     std::vector<kvscope::KvDtype> dtypes_;
     QSlider* kvSlider_;
     QSlider* tpSlider_;
@@ -44,6 +48,7 @@ private:
     QSlider* contextSlider_;
     QSlider* batchSlider_;
     QSlider* utilSlider_;
+    QSlider* ppSlider_;
     QComboBox* dtypeCombo_;
     QComboBox* poolCombo_;
     QLabel* kvValue_;
@@ -52,6 +57,7 @@ private:
     QLabel* contextValue_;
     QLabel* batchValue_;
     QLabel* utilValue_;
+    QLabel* ppValue_;
 };
 
 } // namespace kvscope::ui

@@ -1,5 +1,7 @@
 #include "core/engines/engine.h"
 
+#include "core/engines/engines.h"
+
 #include <cctype>
 #include <vector>
 
@@ -25,6 +27,29 @@ EngineVersion newestModeledVersion(EngineName e) {
 
 EngineSpec defaultEngine() {
     return EngineSpec{EngineName::Vllm, newestModeledVersion(EngineName::Vllm)};
+}
+
+std::vector<EngineRelease> modeledEngineReleases() {
+    // The boundaries are those of vllm.cpp's rulesFor and defaultGpuMemUtil; each later release
+    // in a range gets that range's rules.
+    return {
+        {defaultEngine(), "vLLM 0.21 (newest)",
+         "vLLM 0.21 on: CUDA graphs estimated and subtracted (PR #30515), default util 0.92 "
+         "(PR #38284)"},
+        {{EngineName::Vllm, {0, 19, 0}},
+         "vLLM 0.19 (0.17–0.20)",
+         "vLLM 0.17–0.20: Triton top-k/top-p sampler in the profiling pass, CUDA graphs "
+         "estimated but not subtracted, util 0.9"},
+        {{EngineName::Vllm, {0, 11, 0}},
+         "vLLM 0.11 (0.11–0.16)",
+         "vLLM 0.11–0.16: fp32 logits of every batched token in the profiling pass"},
+        {{EngineName::Vllm, {0, 10, 1}},
+         "vLLM 0.10.1 (to 0.10)",
+         "vLLM up to 0.10: FlashInfer sampler, one CUDA-graph mode"},
+        {{EngineName::Sglang, newestModeledVersion(EngineName::Sglang)},
+         "SGLang 0.4.3",
+         "SGLang 0.4.3: mem_fraction_static × free memory − weights (as allocated)"},
+    };
 }
 
 Result<EngineVersion> parseEngineVersion(std::string_view text) {

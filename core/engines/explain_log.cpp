@@ -201,17 +201,28 @@ Deployment deploymentFor(const EngineLog& log, const ModelSpec& model, const Gpu
     return d;
 }
 
-/// Re-sizes the report's capacity for a pool computed outside evaluate (logged weights).
-void applyPool(Report& r, const ModelSpec& m, const Deployment& d, PoolBreakdown pool) {
+/// Re-sizes the report's capacity for a pool computed outside evaluate (logged weights): the
+/// deployment evaluated again on that pool (--pool-gib), so the paging is core's own — the
+/// hybrid allocator's groups for sliding-window models included — and the breakdown kept.
+void applyPool(Report& r, const ModelSpec& m, const GpuSpec& gpu, Deployment d,
+               PoolBreakdown pool) {
+    if (pool.poolBytes > 0) {
+        d.poolGiB = double(pool.poolBytes) / kGiB;
+        if (auto again = evaluate(m, gpu, d); again.ok()) {
+            const std::int64_t weights = r.weightBytesPerRank;
+            r = std::move(again).value();
+            r.weightBytesPerRank = weights;
+            r.pool = std::move(pool);
+            return;
+        }
+    }
     r.pool = std::move(pool);
-    const std::int64_t bytes = std::max<std::int64_t>(0, r.pool.poolBytes);
-    r.tokensCapacity = bytes / r.cellBytesPerTokenPerRank * d.dcp;
-    r.maxConcurrency = bytes / r.requestBytesPerRank;
-    r.concurrency = double(bytes) / double(r.requestBytesPerRank);
-    r.blocksPerRank = bytes / (r.pageBytes * m.layers.value);
-    r.vllmTokens = r.blocksPerRank * d.blockSize * d.dcp;
-    const std::int64_t perRequest = (r.contextPerRank + d.blockSize - 1) / d.blockSize;
-    r.vllmConcurrency = double(r.blocksPerRank) / double(perRequest);
+    r.tokensCapacity = 0;
+    r.maxConcurrency = 0;
+    r.concurrency = 0;
+    r.blocksPerRank = 0;
+    r.vllmTokens = 0;
+    r.vllmConcurrency = 0;
 }
 
 const PoolTerm* poolTerm(const PoolBreakdown& p, const std::string& key) {
@@ -328,11 +339,16 @@ void sglangTerms(LogExplanation& e) {
                            termNote(pool, "budget") +
                                "; SGLang keeps the other (1 − mem_fraction_static) for "
                                "activations and CUDA graphs"));
-    e.terms.push_back(term("weights", "weights per rank", "B", double(pool.weightBytes),
-                           asDouble(log.weightBytes), false,
-                           e.usedLoggedWeights ? "the logged figure"
-                                               : "parameters × bytes / TP; SGLang's mem usage "
-                                                 "also holds allocator and library workspaces"));
+    const PoolTerm* slack = poolTerm(pool, "allocator");
+    const std::int64_t slackBytes = slack ? slack->bytes : 0;
+    e.terms.push_back(
+        term("weights", "weights per rank (mem usage)", "B", double(pool.weightBytes + slackBytes),
+             asDouble(log.weightBytes), false,
+             e.usedLoggedWeights
+                 ? "the logged figure"
+                 : gib(double(pool.weightBytes)) + " of tensors + " + gib(double(slackBytes)) +
+                       " of caching-allocator rounding; mem usage is a drop in free memory "
+                       "(get_available_gpu_memory), so it sees the allocator's segments"));
     std::optional<double> loggedPool;
     if (log.kSizeBytes && log.vSizeBytes)
         loggedPool = double(*log.kSizeBytes + *log.vSizeBytes);
@@ -350,6 +366,20 @@ void sglangTerms(LogExplanation& e) {
     e.terms.push_back(term("tokens", "max_total_num_tokens (#tokens)", "tokens",
                            double(engineTokens(r)), asDouble(log.kvTokens), false,
                            "pool / cell, page size 1: no block rounding"));
+    if (log.availAfterWeightsBytes && log.availAfterPoolBytes) {
+        const std::int64_t context = e.scenario.deployment.context;
+        // The logged #tokens, so the term checks the allocation rule apart from the token error.
+        const std::int64_t tokens = log.kvTokens.value_or(r.tokensCapacity);
+        const std::int64_t slots = log.maxRunningRequests.value_or(sglangReqSlots(tokens, context));
+        e.terms.push_back(term("pool_reserved",
+                               "memory the pool took (K, V buffers + req_to_token)", "B",
+                               double(sglangPoolReservedBytes(r, tokens, context, slots)),
+                               double(*log.availAfterWeightsBytes - *log.availAfterPoolBytes), true,
+                               "2 × L buffers of (#tokens + 1) rows and " + withCommas(slots) +
+                                   " × (" + withCommas(context) +
+                                   " + 4) int32, each rounded by the caching allocator; "
+                                   "logged = avail after weights − avail at Memory pool end"));
+    }
     if (log.availAfterWeightsBytes && log.availBeforeWeightsBytes && cell > 0) {
         const double rest =
             double(*log.availAfterWeightsBytes) - double(*log.availBeforeWeightsBytes) * (1 - f);
@@ -375,7 +405,8 @@ void summarise(LogExplanation& e) {
         if (t.key == "pool")
             pool = &t;
         const bool memory = t.unit == "B" && t.logged && t.key != "pool" && t.key != "cell" &&
-                            t.key != "overhead" && !(t.key == "cuda_graphs" && t.inferred);
+                            t.key != "pool_reserved" && t.key != "overhead" &&
+                            !(t.key == "cuda_graphs" && t.inferred);
         if (memory && std::fabs(t.predicted - *t.logged) > worst) {
             worst = std::fabs(t.predicted - *t.logged);
             e.mainTerm = t.key + " (" + (t.predicted > *t.logged ? "kvscope " : "engine ") +
@@ -481,7 +512,12 @@ Result<LogExplanation> explainEngineLog(const EngineLog& log, const ExplainOptio
                           : !formatKnown    ? "weights: logged (" + *log.quantization + ")"
                           : offCount ? "weights: logged (kvscope counts " + gib(counted) + ")"
                                      : std::string("weights: logged (--logged-weights)"));
-        applyPool(e.report, model.value(), d, computePool(model.value(), gpu, d, *log.weightBytes));
+        // SGLang's logged mem usage already holds the allocator's rounding, which its pool
+        // model adds to the tensor bytes.
+        const std::int64_t slack =
+            log.engine == LogEngine::Sglang ? sglangWeightSlackBytes(model.value(), d) : 0;
+        applyPool(e.report, model.value(), gpu, d,
+                  computePool(model.value(), gpu, d, *log.weightBytes - slack));
     }
     if (model->windowLayerCount() > 0)
         e.marks.push_back("hybrid: window layers");

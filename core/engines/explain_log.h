@@ -64,6 +64,7 @@ struct EngineLog {
     // SGLang
     std::optional<std::int64_t> availBeforeWeightsBytes; ///< "Load weight begin. avail mem="
     std::optional<std::int64_t> availAfterWeightsBytes;  ///< "Load weight end. ... avail mem="
+    std::optional<std::int64_t> availAfterPoolBytes;     ///< "Memory pool end. avail mem="
     std::optional<std::int64_t> kSizeBytes, vSizeBytes;  ///< "K size: .. GB, V size: .. GB"
     std::optional<std::int64_t> latentSizeBytes;         ///< MLA: "KV size: .. GB"
     std::optional<std::int64_t> maxTotalNumTokens;       ///< "max_total_num_tokens="

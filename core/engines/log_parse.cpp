@@ -410,6 +410,10 @@ void kvAllocated(ParseState& st, std::string_view l, std::size_t) {
     if (auto p = after(l, "KV size:"))
         setMemory(st, st.log.latentSizeBytes, l, *p, "KV size");
 }
+void poolEnd(ParseState& st, std::string_view l, std::size_t) {
+    if (auto p = after(l, "avail mem="))
+        setMemory(st, st.log.availAfterPoolBytes, l, *p, "avail mem after the memory pool");
+}
 void maxTotal(ParseState& st, std::string_view l, std::size_t at) {
     st.once(st.log.maxTotalNumTokens, intAt(l, at), "max_total_num_tokens");
     st.once(st.log.maxRunningRequests, keyInt(l, "max_running_requests"), "max_running_requests");
@@ -451,6 +455,7 @@ const Pattern kPatterns[] = {
     {"Load weight begin.", Marks::Sglang, loadBegin},
     {"Load weight end.", Marks::Sglang, loadEnd},
     {"KV Cache is allocated.", Marks::Sglang, kvAllocated},
+    {"Memory pool end.", Marks::Sglang, poolEnd},
     {"max_total_num_tokens=", Marks::Sglang, maxTotal},
     {"Error", Marks::None, errorLine},
 };

@@ -32,6 +32,7 @@ struct VllmRules {
     bool samplerOnEveryToken = false;
     bool samplerAddsToForward = false;  ///< peak = forward + sampler (else max of the two)
     bool moeWorkspaceKept = false;      ///< fused-MoE workspace still held during the sampler
+    bool tritonTopKTopP = false;        ///< Triton top-k/top-p with its [SMs, vocab] buffer
     std::int64_t nonTorchTp1 = 0;       ///< non-torch increase of the profiling pass, one GPU
     std::int64_t collectiveBuffers = 0; ///< extra non-torch memory once ranks talk (TP or PP > 1)
     bool graphsSubtracted = false;      ///< CUDA graphs taken off the pool before sizing it
@@ -68,13 +69,20 @@ VllmRules rulesFor(const EngineSpec& e) {
         // 0.17 on: the dummy sampler pass runs on one row per dummy request,
         // min(max_num_seqs, max_num_batched_tokens) rows, through the native top-k/top-p path
         // (FlashInfer's sampler is opt-in: "FlashInfer top-p/top-k sampling is available but
-        // disabled by default" in the 0.19 logs). apply_top_k_top_p sorts the fp32 logits:
-        // fp32 logits (4 B) + sorted values (4 B) + int64 sort indices (8 B) = 16 B per element.
+        // disabled by default" in the 0.19 logs), which masks the fp32 logits in place with
+        // Triton (PR #33538, v1/sample/ops/topk_topp_triton.py apply_top_k_top_p_triton: no
+        // sort). Held at the peak, per logit: the bf16 logits compute_logits returned (2 B, still
+        // referenced by _dummy_sampler_run), their fp32 copy (4 B, sampler.py), the softmax
+        // probabilities (4 B) and random_sample's exponential noise q (4 B) = 14 B; plus the
+        // kernel's cached [min(SMs, rows), vocab] fp32 buffer.
         r.range = "0.17 on";
-        r.samplerBytesPerLogit = 16;
+        r.samplerBytesPerLogit = 14;
+        r.tritonTopKTopP = true;
         r.moeWorkspaceKept = true;
-        r.samplerSource = "v1/sample/ops/topk_topp_sampler.py apply_top_k_top_p: fp32 logits + "
-                          "sort values + int64 indices; rows = min(max_num_seqs, tokens)";
+        r.samplerSource = "sampler.py + topk_topp_sampler.py forward_native: bf16 logits, fp32 "
+                          "logits, softmax probs, exponential noise; apply_top_k_top_p_triton "
+                          "(PR #33538) masks in place with a [SMs, vocab] fp32 buffer; rows = "
+                          "min(max_num_seqs, tokens)";
     }
     if (!e.atLeast(0, 17)) {
         // 0.11 logs: non-torch memory 0.13 GiB at TP 1; 0.55 GiB at TP 2 (NCCL communicator
@@ -128,10 +136,11 @@ std::int64_t forwardPeak(const ModelSpec& m, const Deployment& d, std::int64_t t
     return tokens * (2 * m.hidden.value + widestStage(m, d)) * 2;
 }
 
-/// The fused-MoE workspaces (model_executor/layers/fused_moe): M × top_k × max(2N, K) for the
-/// gate/up output shared with the down output, plus M × top_k × N for the activation, 16-bit,
-/// N = moe_intermediate / TP. vLLM keeps them between calls, so they are still held while the
-/// dummy sampler runs.
+/// The fused-MoE workspaces of the modular kernel (model_executor/layers/fused_moe,
+/// TritonExperts.workspace_shapes): workspace1 = M × top_k × max(N / 2, K) and workspace2 =
+/// M × top_k × max(N, K), 16-bit, with N = 2 × moe_intermediate / TP (gate and up) and K the
+/// hidden size. The workspace manager keeps them between calls, so they are still held while the
+/// dummy sampler runs. Checked on Qwen3-30B-A3B and Llama-4-Scout TP 4 (0.19).
 std::int64_t moeWorkspace(const ModelSpec& m, const Deployment& d, std::int64_t tokens) {
     if (m.routedExperts.value <= 0)
         return 0;
@@ -143,7 +152,45 @@ std::int64_t moeWorkspace(const ModelSpec& m, const Deployment& d, std::int64_t 
         return 0;
     const std::int64_t n = m.moeIntermediate.value / d.tp;
     const std::int64_t k = m.expertsPerToken.value;
-    return tokens * k * (std::max(2 * n, m.hidden.value) + n) * 2;
+    const std::int64_t hidden = m.hidden.value;
+    return tokens * k * (std::max(n, hidden) + std::max(2 * n, hidden)) * 2;
+}
+
+std::string lowerId(const GpuSpec& gpu) {
+    std::string id = gpu.id;
+    std::transform(id.begin(), id.end(), id.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return id;
+}
+
+/// Streaming multiprocessors (AMD: compute units) of the GPU presets, from the vendors'
+/// datasheets and architecture whitepapers; 132 (H100 SXM) when the preset is not listed.
+std::int64_t smCount(const GpuSpec& gpu) {
+    static const std::pair<const char*, std::int64_t> kSms[] = {
+        {"h100-pcie", 114}, {"h100", 132},     {"h200", 132},         {"h800", 132},
+        {"h20", 78},        {"a100", 108},     {"a10g", 80},          {"l40s", 142},
+        {"l40", 142},       {"l4", 58},        {"b200", 148},         {"gb200", 148},
+        {"rtx-3090", 82},   {"rtx-4090", 128}, {"rtx-pro-6000", 188}, {"rtx-2000-ada", 22},
+        {"mi300x", 304},    {"mi325x", 304},   {"mi355x", 256}};
+    const std::string id = lowerId(gpu);
+    for (const auto& [prefix, sms] : kSms)
+        if (id.rfind(prefix, 0) == 0)
+            return sms;
+    return 132;
+}
+
+/// cuBLAS workspace PyTorch allocates through its caching allocator at the first GEMM of the
+/// profiling pass and keeps (aten/src/ATen/cuda/CublasHandlePool.cpp, parseChosenWorkspaceSize):
+/// 32 MiB on sm90 (Hopper), ":4096:2:16:8" = 8 MiB + 128 KiB elsewhere; hipBLAS 32 MiB, 128 MiB
+/// on gfx94x/gfx95x (MI300X, MI325X, MI355X).
+std::int64_t cublasWorkspace(const GpuSpec& gpu) {
+    const std::string id = lowerId(gpu);
+    if (id.rfind("mi3", 0) == 0)
+        return 128 * kMiB;
+    for (const char* hopper : {"h100", "h200", "h800", "h20", "gh200"})
+        if (id.rfind(hopper, 0) == 0)
+            return 32 * kMiB;
+    return 8 * kMiB + 128 * 1024;
 }
 
 struct Stage {
@@ -181,34 +228,75 @@ std::string gibText(std::int64_t b) {
     return fixed(static_cast<double>(b) / kGiB, 2) + " GiB";
 }
 
+/// What the sampling stage holds beside the logits while the dummy sampler runs.
+struct SamplerHeld {
+    std::int64_t bytes = 0;
+    std::string what;
+};
+
+SamplerHeld samplerHeld(const ModelSpec& m, const Deployment& d, const VllmRules& r,
+                        const GpuSpec& gpu, std::int64_t rows) {
+    const std::int64_t tokens = d.maxNumBatchedTokens;
+    SamplerHeld h;
+    auto add = [&h](std::int64_t bytes, const char* what) {
+        if (bytes <= 0)
+            return;
+        h.bytes += bytes;
+        h.what += std::string(h.what.empty() ? "" : ", ") + what;
+    };
+    // profile_run keeps the forward pass's hidden states (tokens × d, 16-bit) while the dummy
+    // sampler runs on their last-token rows (hidden_states[logit_indices], then rand_like).
+    if (!r.samplerAddsToForward)
+        add(tokens * m.hidden.value * 2 + 2 * rows * m.hidden.value * 2, "hidden states");
+    if (r.moeWorkspaceKept)
+        add(moeWorkspace(m, d, tokens), "MoE workspace");
+    if (r.tritonTopKTopP) {
+        const std::int64_t sms = smCount(gpu);
+        std::int64_t programs = 1;
+        while (programs < std::min(sms, rows))
+            programs *= 2;
+        add(std::min(programs, sms) * m.vocab.value * 4, "top-k/top-p buffer");
+    }
+    return h;
+}
+
+/// Held through the whole profiling pass: the cuBLAS workspace, and for a multimodal model the
+/// dummy encoder outputs profile_run caches (gpu_model_runner.py: encoder_cache["tmp"]) until the
+/// language model's pass is done — at most the encoder budget, max_num_batched_tokens tokens of
+/// hidden-size 16-bit embeddings.
+std::int64_t profileHeld(const ModelSpec& m, const Deployment& d, const GpuSpec& gpu) {
+    const std::int64_t encoder =
+        m.weights.visionParams > 0 ? d.maxNumBatchedTokens * m.hidden.value * 2 : 0;
+    return cublasWorkspace(gpu) + encoder;
+}
+
 /// The activation peak of the last stage (the one that samples) or of any other stage.
 std::int64_t activationPeak(const ModelSpec& m, const Deployment& d, const VllmRules& r,
-                            std::int64_t rows, bool samples, std::string& rule) {
+                            const GpuSpec& gpu, std::int64_t rows, bool samples,
+                            std::string& rule) {
     const std::int64_t tokens = d.maxNumBatchedTokens;
     const std::int64_t forward = forwardPeak(m, d, tokens);
+    const std::int64_t always = profileHeld(m, d, gpu);
+    const std::string alwaysText =
+        " + " + gibText(always) +
+        (m.weights.visionParams > 0 ? " (cuBLAS workspace, encoder cache)" : " (cuBLAS workspace)");
     if (!samples) {
-        rule = "forward " + gibText(forward);
-        return forward;
+        rule = "forward " + gibText(forward) + alwaysText;
+        return forward + always;
     }
     const std::int64_t samplerRows = r.samplerOnEveryToken ? tokens : rows;
     const std::int64_t sampler = samplerRows * m.vocab.value * r.samplerBytesPerLogit;
-    std::int64_t workspace = r.moeWorkspaceKept ? moeWorkspace(m, d, tokens) : 0;
-    // profile_run keeps the forward pass's hidden states (tokens × d, 16-bit) while the dummy
-    // sampler runs on their last-token rows.
-    if (!r.samplerAddsToForward)
-        workspace += tokens * m.hidden.value * 2;
+    const SamplerHeld held = samplerHeld(m, d, r, gpu, rows);
     rule = withCommas(samplerRows) + " rows × vocab " + withCommas(m.vocab.value) + " × " +
            std::to_string(r.samplerBytesPerLogit) + " B = " + gibText(sampler);
-    if (workspace > 0)
-        rule += " + held " + gibText(workspace) +
-                (moeWorkspace(m, d, tokens) > 0 ? " (hidden states, MoE workspace)"
-                                                : " (hidden states)");
+    if (held.bytes > 0)
+        rule += " + held " + gibText(held.bytes) + " (" + held.what + ")";
     if (r.samplerAddsToForward) {
-        rule += " + forward " + gibText(forward);
-        return forward + sampler + workspace;
+        rule += " + forward " + gibText(forward) + alwaysText;
+        return forward + sampler + held.bytes + always;
     }
-    rule = "max(forward " + gibText(forward) + ", " + rule + ")";
-    return std::max(forward, sampler + workspace);
+    rule = "max(forward " + gibText(forward) + ", " + rule + ")" + alwaysText;
+    return std::max(forward, sampler + held.bytes) + always;
 }
 
 std::int64_t cudaGraphEstimate(const ModelSpec& m, const VllmRules& r) {
@@ -257,10 +345,7 @@ void addStageTerms(PoolBreakdown& p, const Deployment& d, const VllmRules& rules
 
 std::int64_t vllmDefaultMaxNumSeqs(const GpuSpec& gpu) {
     const bool big = static_cast<double>(gpu.reportedMemoryBytes()) >= 70.0 * kGiB;
-    std::string id = gpu.id;
-    std::transform(id.begin(), id.end(), id.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return big && id.find("a100") == std::string::npos ? 1024 : 256;
+    return big && lowerId(gpu).find("a100") == std::string::npos ? 1024 : 256;
 }
 
 std::int64_t vllmDefaultMaxNumBatchedTokens(const GpuSpec& gpu) {
@@ -326,7 +411,7 @@ PoolBreakdown vllmPool(const ModelSpec& m, const GpuSpec& gpu, const Deployment&
         st.weights = stageWeights(m, weightBytesPerRank, s, d.pp, st.layers);
         const bool samples = s == d.pp - 1;
         st.activation =
-            activationPeak(m, d, rules, p.maxNumSeqs, samples, samples ? lastRule : otherRule);
+            activationPeak(m, d, rules, gpu, p.maxNumSeqs, samples, samples ? lastRule : otherRule);
         st.pool = p.budgetBytes - st.weights - st.activation - p.nonTorchBytes();
         const double perLayer = static_cast<double>(st.pool) / static_cast<double>(st.layers);
         if (limitingTokensPerLayerByte < 0 || perLayer < limitingTokensPerLayerByte) {
