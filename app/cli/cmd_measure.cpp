@@ -15,7 +15,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstdio>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -26,6 +25,8 @@ namespace kvscope::cli {
 namespace {
 
 using Planned = PlannedShape;
+using gpu::fmt; // the measurement table's cell formatting (gpu/measure_table.h)
+using gpu::pad;
 
 /// The coverage set of --self-check without --model: every kernel, knob and dtype the
 /// backend takes, odd group sizes and contexts (padding, masking), split and unsplit grids.
@@ -83,24 +84,21 @@ std::vector<Planned> coverageShapes(const std::string& backend) {
     return out;
 }
 
-std::string fmt(const char* f, double x) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, f, x);
-    return buf;
-}
-
-std::string pad(std::string s, std::size_t w, bool right = true) {
-    if (s.size() >= w)
-        return s;
-    return right ? std::string(w - s.size(), ' ') + s : s + std::string(w - s.size(), ' ');
-}
-
 struct MeasureArgs {
     std::string backend = "cpu", model, tp, context, batch, kvDtype = "bf16", sweep = "variants",
                 json;
     bool selfCheck = false;
     bool step = false; ///< --step: the whole decode step; --batch is then a list
 };
+
+/// first, 2 first, 4 first, ... while below `last`, then `last` (the sweep's points).
+std::vector<std::int64_t> doublingTo(std::int64_t first, std::int64_t last) {
+    std::vector<std::int64_t> out;
+    for (std::int64_t v = first; v < last; v *= 2)
+        out.push_back(v);
+    out.push_back(last);
+    return out;
+}
 
 std::optional<std::int64_t> number(const std::string& text) {
     if (text.empty())
@@ -122,18 +120,12 @@ int runStepMeasure(const MeasureArgs& a, std::int64_t tpSize, std::int64_t conte
         while (at <= list.size()) {
             const std::size_t comma = std::min(list.find(',', at), list.size());
             const std::string item = list.substr(at, comma - at);
-            std::size_t used = 0;
-            long long b = 0;
-            try {
-                b = std::stoll(item, &used);
-            } catch (...) {
-                used = 0;
-            }
-            if (item.empty() || used != item.size() || b < 1 || b > kMaxBatch)
+            const auto b = wholeInteger(item);
+            if (!b || *b < 1 || *b > kMaxBatch)
                 return fail("--batch: with --step, a comma-separated list of batch sizes between "
                             "1 and " +
                             std::to_string(kMaxBatch) + ", got '" + list + "'");
-            batches.push_back(b);
+            batches.push_back(*b);
             at = comma + 1;
         }
     }
@@ -240,19 +232,11 @@ int runMeasure(const MeasureArgs& a) {
         if (sweep == "variants") {
             plan = variantShapes(m, tpSize, context, batch, *dtype);
         } else if (sweep == "context") {
-            std::vector<std::int64_t> contexts;
-            for (std::int64_t s = 1024; s < context; s *= 2)
-                contexts.push_back(s);
-            contexts.push_back(context);
-            for (std::int64_t s : contexts)
+            for (std::int64_t s : doublingTo(1024, context))
                 plan.push_back(naturalShape(m, tpSize, s, batch, *dtype));
         } else {
             const std::int64_t maxBatch = batchFlag.value_or(cuda ? 64 : 8);
-            std::vector<std::int64_t> batches;
-            for (std::int64_t b = 1; b < maxBatch; b *= 2)
-                batches.push_back(b);
-            batches.push_back(maxBatch);
-            for (std::int64_t b : batches)
+            for (std::int64_t b : doublingTo(1, maxBatch))
                 plan.push_back(naturalShape(m, tpSize, context, b, *dtype));
         }
     } else {
