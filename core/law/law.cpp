@@ -418,7 +418,6 @@ void sizeCell(Report& r, const std::vector<GroupCost>& costs, const Deployment& 
     r.requestBytes = requestBytesAt(costs, d.context, false);
 }
 
-/// The weights (§6): parameters, the K/V projections and the bytes one rank loads.
 void sizeWeights(Report& r, const ModelSpec& m, const Deployment& d, bool latent,
                  std::int64_t hkv) {
     // --- weights (§6) -----------------------------------------------------------------------
@@ -485,7 +484,6 @@ void sizePool(Report& r, const ModelSpec& m, const GpuSpec& gpu, const Deploymen
     }
 }
 
-/// The roofline (§5).
 void placeOnRoofline(Report& r, const ModelSpec& m, const GpuSpec& gpu, const Deployment& d,
                      KvDtype kv) {
     // --- §5 roofline --------------------------------------------------------------------------
