@@ -17,11 +17,10 @@ private Q_SLOTS:
     void validationRules();
 };
 
-void TestLawValidation::validationRules_data() {
-    QTest::addColumn<QString>("modelId");
-    QTest::addColumn<QString>("setting");
-    QTest::addColumn<QString>("field");
-    QTest::addColumn<QString>("ruleContains");
+namespace {
+
+/// tp, h_kv and dcp against the heads, and the cache dtype against the layout.
+void addLayoutRows() {
     QTest::newRow("tp zero") << "llama-3-70b"
                              << "tp=0"
                              << "tp"
@@ -79,6 +78,10 @@ void TestLawValidation::validationRules_data() {
                                           << "kv=fp8_ds_mla"
                                           << "kv-dtype"
                                           << "MLA";
+}
+
+/// The sizes: context, batch, util, block size, batched tokens, pool and the GPU's figures.
+void addSizeRows() {
     QTest::newRow("context zero") << "llama-3-70b"
                                   << "context=0"
                                   << "context"
@@ -119,6 +122,17 @@ void TestLawValidation::validationRules_data() {
                                         << "gpubw=0"
                                         << "gpu.bandwidth_tb_s"
                                         << "positive";
+}
+
+} // namespace
+
+void TestLawValidation::validationRules_data() {
+    QTest::addColumn<QString>("modelId");
+    QTest::addColumn<QString>("setting");
+    QTest::addColumn<QString>("field");
+    QTest::addColumn<QString>("ruleContains");
+    addLayoutRows();
+    addSizeRows();
 }
 
 void TestLawValidation::validationRules() {
