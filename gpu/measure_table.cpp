@@ -3,7 +3,6 @@
 #include <cstdio>
 
 namespace kvscope::gpu {
-namespace {
 
 std::string fmt(const char* f, double x) {
     char buf[64];
@@ -11,11 +10,13 @@ std::string fmt(const char* f, double x) {
     return buf;
 }
 
-std::string pad(std::string s, std::size_t w, bool right = true) {
+std::string pad(std::string s, std::size_t w, bool right) {
     if (s.size() >= w)
         return s;
     return right ? std::string(w - s.size(), ' ') + s : s + std::string(w - s.size(), ' ');
 }
+
+namespace {
 
 double readOf(const Measurement& m, const Ceilings& global) {
     return m.readCeiling() > 0 ? m.readCeiling() : global.readBytesPerSecond;

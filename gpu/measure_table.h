@@ -6,10 +6,16 @@
 
 #include "gpu/backend.h"
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
 namespace kvscope::gpu {
+
+/// One number through a printf format ("%.1f"), for the measurement tables' cells.
+std::string fmt(const char* f, double x);
+/// `s` padded with spaces to `w` columns: right-aligned, or left-aligned when `right` is false.
+std::string pad(std::string s, std::size_t w, bool right = true);
 
 /// The ceilings block above the table: the read-ceiling winner and its family's best, the
 /// L2/L3-resident read ceilings, the peak for `dtype` and the kernel that set it.

@@ -1,19 +1,13 @@
 # Core: the law (docs/formulas.md §7 and the validation rules), config resolution over the real
 # fixture configs, the CLI's contract, and the config-parser fuzzer.
 kvscope_add_qtest(NAME tst_law SOURCES tst_law.cpp LIBS kvscope_core)
+kvscope_add_qtest(NAME tst_law_validation SOURCES tst_law_validation.cpp LIBS kvscope_core)
 kvscope_add_qtest(NAME tst_model SOURCES tst_model.cpp LIBS kvscope_core)
 kvscope_add_qtest(NAME tst_step SOURCES tst_step.cpp LIBS kvscope_core)
 kvscope_add_qtest(NAME tst_layers SOURCES tst_layers.cpp LIBS kvscope_core)
 kvscope_add_qtest(NAME tst_cli SOURCES tst_cli.cpp LIBS kvscope_core)
 add_dependencies(tst_cli kvscope-cli)
 kvscope_add_qtest(NAME tst_weights SOURCES tst_weights.cpp LIBS kvscope_core)
-# The fixture folders (configs, configs-2026, configs-logged) from ../shared, or the copies in
-# tests/fixtures for checkouts without it.
-get_filename_component(_kvscope_fixtures_root ${KVSCOPE_FIXTURES_DIR} DIRECTORY)
-if(NOT EXISTS ${_kvscope_fixtures_root}/configs-2026)
-    set(_kvscope_fixtures_root ${CMAKE_CURRENT_SOURCE_DIR}/fixtures)
-endif()
-target_compile_definitions(tst_weights PRIVATE KVSCOPE_FIXTURES_ROOT="${_kvscope_fixtures_root}")
 
 if(KVSCOPE_FUZZ)
     # libFuzzer needs clang; the project may be compiled with GCC, so the fuzzer is a separate

@@ -3,4 +3,6 @@
 if(TARGET kvscope_ui)
     kvscope_add_qtest(NAME tst_gui_features SOURCES tst_gui_features.cpp
                       LIBS kvscope_ui kvscope_gpu GUI LABELS gui)
+    kvscope_add_qtest(NAME tst_gui_measure SOURCES tst_gui_measure.cpp
+                      LIBS kvscope_ui kvscope_gpu GUI LABELS gui)
 endif()

@@ -1,5 +1,5 @@
 # The package's metadata pass the freedesktop and AppStream validators, and kvscope-cli
-# --version prints this project's version.
+# --version (and kvscope --version) print this project's version.
 find_program(KVSCOPE_DESKTOP_FILE_VALIDATE desktop-file-validate)
 if(KVSCOPE_DESKTOP_FILE_VALIDATE)
     add_test(NAME desktop_file_validate
@@ -23,3 +23,10 @@ string(REPLACE "." "\\." _kvscope_version_re "${PROJECT_VERSION}")
 add_test(NAME cli_version COMMAND kvscope-cli --version)
 set_tests_properties(cli_version PROPERTIES LABELS packaging
                      PASS_REGULAR_EXPRESSION "^kvscope-cli ${_kvscope_version_re}\n$")
+
+# The desktop app answers --version without a display (it prints before Qt starts).
+if(TARGET kvscope)
+    add_test(NAME gui_version COMMAND kvscope --version)
+    set_tests_properties(gui_version PROPERTIES LABELS packaging
+                         PASS_REGULAR_EXPRESSION "^kvscope ${_kvscope_version_re}\n$")
+endif()

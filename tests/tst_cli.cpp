@@ -18,6 +18,11 @@ Run cli(const QStringList& args) {
     return runCli(args, 60000);
 }
 
+/// Every sub-command kvscope-cli registers (app/cli/cmd_*.cpp); commandsAreListed checks the
+/// binary's own list against it, so a new command gets its --help and --version rows here.
+const char* const kCommands[] = {"compare", "explain-log", "gpus", "measure",
+                                 "models",  "plan",        "size", "sweep"};
+
 QStringList words(const char* s) {
     return QString::fromLatin1(s).split(QLatin1Char(' '), Qt::SkipEmptyParts);
 }
@@ -38,8 +43,11 @@ private Q_SLOTS:
     void badInput();
     void badFiles_data();
     void badFiles();
+    void commandsAreListed();
     void help_data();
     void help();
+    void commandVersion_data();
+    void commandVersion();
     void sizeHelpListsEverySchemaFlag();
     void version();
     void schemaFlagRoundTrip_data();
@@ -237,10 +245,30 @@ void TestCli::badFiles() {
     KVSCOPE_VERIFY_ONE_LINE_ERROR(r, errorContains);
 }
 
+// The top-level help's command list (CLI11's "Subcommands:" block) is kCommands plus "help".
+void TestCli::commandsAreListed() {
+    const Run r = cli({QStringLiteral("--help")});
+    QCOMPARE(r.exitCode, 0);
+    const qsizetype at = r.out.indexOf(QLatin1String("Subcommands:"), 0, Qt::CaseInsensitive);
+    QVERIFY2(at >= 0, qPrintable(r.out));
+    QStringList listed;
+    for (const QString& line : r.out.mid(at).split(QLatin1Char('\n')).mid(1)) {
+        if (!line.startsWith(QLatin1String("  ")))
+            break; // the block ends at the first unindented or empty line
+        if (line.size() > 2 && line.at(2) != QLatin1Char(' ')) // wrapped text: indented more
+            listed << line.trimmed().section(QLatin1Char(' '), 0, 0);
+    }
+    QStringList expected{QStringLiteral("help")};
+    for (const char* c : kCommands)
+        expected << QString::fromLatin1(c);
+    listed.sort();
+    expected.sort();
+    QCOMPARE(listed, expected);
+}
+
 void TestCli::help_data() {
     QTest::addColumn<QString>("command");
-    for (const char* c :
-         {"size", "sweep", "compare", "plan", "models", "gpus", "explain-log", "measure"})
+    for (const char* c : kCommands)
         QTest::newRow(c) << QString::fromLatin1(c);
 }
 
@@ -255,6 +283,20 @@ void TestCli::help() {
     const Run h = cli({QStringLiteral("help"), command});
     QCOMPARE(h.exitCode, 0);
     QCOMPARE(h.out, r.out);
+}
+
+// `kvscope-cli COMMAND --version` prints the same line as `kvscope-cli --version`.
+void TestCli::commandVersion_data() {
+    help_data();
+}
+
+void TestCli::commandVersion() {
+    QFETCH(QString, command);
+    const Run r = cli({command, QStringLiteral("--version")});
+    QCOMPARE(r.exitCode, 0);
+    QVERIFY2(r.err.isEmpty(), qPrintable(r.err));
+    QCOMPARE(r.out, QStringLiteral("kvscope-cli ") + QString::fromLatin1(kvscope::kVersion) +
+                        QLatin1Char('\n'));
 }
 
 void TestCli::sizeHelpListsEverySchemaFlag() {

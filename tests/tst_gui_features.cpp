@@ -1,49 +1,46 @@
-// The GUI features driven through the real MainWindow (offscreen).
+// The GUI features driven through the real MainWindow (offscreen): story mode, compare, plan,
+// explain-log, the numbers panel's pool terms, sessions, PDF/numbers export, presentation mode
+// and the F1 list of shortcuts. The measurement overlay is tst_gui_measure.cpp.
 #include "core/engines/explain_log.h"
 #include "core/features/export.h"
 #include "core/features/story.h"
 #include "core/format.h"
+#include "testutils.h"
+#include "testutils_gui.h"
 #include "ui/compare.h"
 #include "ui/explainlog.h"
 #include "ui/features.h"
 #include "ui/mainwindow.h"
-#include "ui/measure.h"
 #include "ui/numberspanel.h"
 #include "ui/plan.h"
 #include "ui/presentation.h"
-#include "ui/rooflineplot.h"
-#include "ui/stepplot.h"
+#include "ui/qstrings.h"
 #include "ui/story.h"
 
 #include <QAction>
+#include <QApplication>
+#include <QClipboard>
+#include <QDialog>
 #include <QDir>
+#include <QDockWidget>
 #include <QFile>
 #include <QImage>
+#include <QMenu>
 #include <QProcess>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTableWidget>
 #include <QTemporaryDir>
+#include <QTimer>
 #include <QtTest>
 #include <cmath>
-#include <memory>
+#include <functional>
 
 using namespace kvscope;
 using namespace kvscope::ui;
+using namespace kvscope::test;
 
 namespace {
-QString q(const std::string& s) {
-    return QString::fromStdString(s);
-}
-
-std::unique_ptr<MainWindow> makeWindow() {
-    auto w = std::make_unique<MainWindow>(MainWindow::Options{false, false});
-    w->resize(1600, 1000);
-    installFeatures(*w, FeatureOptions{});
-    w->show();
-    w->flushRefresh();
-    return w;
-}
 
 /// The key numbers of a step that quote the step's own state match the window's report.
 void checkKeyNumbers(const MainWindow& w, const StoryStep& step) {
@@ -58,18 +55,6 @@ void checkKeyNumbers(const MainWindow& w, const StoryStep& step) {
             qPrintable(
                 QStringLiteral("%1: window %2, story %3").arg(q(k.field)).arg(*v).arg(k.value)));
     }
-}
-
-gpu::DecodeShape tinyShape(std::int64_t kvHeads, std::int64_t context) {
-    gpu::DecodeShape s;
-    s.kind = gpu::Attention::Gqa;
-    s.batch = 1;
-    s.qHeads = 4;
-    s.kvHeads = kvHeads;
-    s.headDim = 64;
-    s.context = context;
-    s.dtype = gpu::KvDtype::Fp32;
-    return s;
 }
 } // namespace
 
@@ -231,7 +216,7 @@ private Q_SLOTS:
     void explainLogDialog_data() {
         QTest::addColumn<QString>("file");
         QTest::addColumn<bool>("ok");
-        const QDir dir(QStringLiteral(KVSCOPE_SOURCE_DIR "/tests/data/logs"));
+        const QDir dir(testDataDir() + QStringLiteral("/logs"));
         for (const QString& f : dir.entryList({QStringLiteral("*.log")}, QDir::Files))
             QTest::newRow(qPrintable(f))
                 << dir.filePath(f) << !f.startsWith(QLatin1String("not_an_engine"));
@@ -254,9 +239,11 @@ private Q_SLOTS:
     // A folder of real logs: one row per log, and the median / worst line matches core's fleet.
     void explainLogDialogFolder() {
         ExplainLogDialog dlg;
-        const QString data = QStringLiteral(KVSCOPE_SOURCE_DIR "/tests/data");
-        dlg.setConfigDirs({data + QStringLiteral("/configs-logged"),
-                           QStringLiteral(KVSCOPE_SOURCE_DIR "/tests/fixtures/configs-2026")});
+        const QString data = testDataDir();
+        QStringList configDirs;
+        for (const std::string& d : logConfigDirs())
+            configDirs << q(d);
+        dlg.setConfigDirs(configDirs);
         QVERIFY(!dlg.explainFolder(data + QStringLiteral("/no-such-folder")));
         QVERIFY(!dlg.statusText().isEmpty());
         const QString logs = data + QStringLiteral("/engine-logs/vllm-0.10.1.1-a100");
@@ -267,8 +254,7 @@ private Q_SLOTS:
         QCOMPARE(t->item(0, 1)->text(), QStringLiteral("vllm@0.10.1"));
         QCOMPARE(t->item(0, 2)->text(), QStringLiteral("464,848")); // "GPU KV cache size"
         ExplainOptions opt;
-        opt.configDirs = {(data + QStringLiteral("/configs-logged")).toStdString(),
-                          KVSCOPE_SOURCE_DIR "/tests/fixtures/configs-2026"};
+        opt.configDirs = logConfigDirs();
         auto rows = explainFolder(logs.toStdString(), opt);
         QVERIFY(rows.ok());
         const FleetStats st = fleetStats(rows.value());
@@ -421,98 +407,6 @@ private Q_SLOTS:
         QCOMPARE(w->font().pointSizeF(), before);
     }
 
-    void measureOverlayOnCpu() {
-        auto w = makeWindow();
-        MeasureController* m = features(*w)->measure();
-        MeasureJob job;
-        job.backend = "cpu";
-        job.shapes = {tinyShape(4, 256), tinyShape(1, 256)};
-        job.variants = {"MHA", "MQA"};
-        QSignalSpy done(m, &MeasureController::finished);
-        m->start(job);
-        QVERIFY(m->running());
-        QVERIFY(done.wait(180000));
-        QVERIFY2(done.front().at(0).toBool(), qPrintable(done.front().at(1).toString()));
-        const auto points = w->rooflinePlot()->measuredPoints();
-        QCOMPARE(points.size(), 2);
-        QCOMPARE(points[0].variant, QStringLiteral("MHA"));
-        QVERIFY(points[0].achievedFlopPerS > 0);
-        QVERIFY(points[1].intensityFlopPerByte > points[0].intensityFlopPerByte);
-        QVERIFY(points[0].tooltip.contains(QStringLiteral("µs")));
-        QVERIFY(m->results().ceilings.readBytesPerSecond > 0);
-        w->renderNow();
-
-        // JSON round trip into another window (the talk laptop).
-        QTemporaryDir dir;
-        const QString path = dir.filePath(QStringLiteral("m.json"));
-        QString err;
-        QVERIFY2(m->saveJson(path, &err), qPrintable(err));
-        auto w2 = makeWindow();
-        QVERIFY2(features(*w2)->measure()->loadJson(path, &err), qPrintable(err));
-        QCOMPARE(w2->rooflinePlot()->measuredPoints().size(), 2);
-        QVERIFY(
-            !features(*w2)->measure()->loadJson(dir.filePath(QStringLiteral("none.json")), &err));
-    }
-
-    /// --measurements FILE (the talk laptop): a GPU server's file overlays the roofline at start;
-    /// a missing file is a one-line banner error and the window keeps what it showed.
-    void measurementsOptionOverlaysAFile() {
-        gpu::MeasurementSet set;
-        set.backend = "cuda";
-        set.device = "NVIDIA H200";
-        set.model = "llama-3-70b";
-        set.ceilings.ok = true;
-        set.ceilings.readBytesPerSecond = 4.4e12;
-        set.ceilings.peakFlopPerSecond = {{"bf16", 7.5e14}, {"fp16", 7.5e14}};
-        gpu::Measurement m;
-        m.kernel = "cuda-gqa-mma-split";
-        m.variant = "GQA-8";
-        m.shape.kind = gpu::Attention::Gqa;
-        m.shape.batch = 16;
-        m.shape.qHeads = 8; // Llama-3-70B at TP=8: 8 query heads, 1 KV head per rank
-        m.shape.kvHeads = 1;
-        m.shape.headDim = 128;
-        m.shape.context = 8192;
-        m.shape.dtype = gpu::KvDtype::Bf16;
-        const gpu::DecodeCounts c = gpu::countDecode(m.shape);
-        m.bytes = c.bytes;
-        m.flops = c.flops;
-        m.medianSeconds = c.bytes / 4.0e12;
-        m.repeats = 20;
-        m.bytesPerSecond = m.bytes / m.medianSeconds;
-        m.flopPerSecond = m.flops / m.medianSeconds;
-        m.intensityFlopPerByte = c.intensity;
-        m.maxRelError = 2.6e-3;
-        m.errorBound = 1e-2;
-        m.ok = true;
-        set.points = {m};
-        QTemporaryDir dir;
-        const QString path = dir.filePath(QStringLiteral("h200.json"));
-        std::string err;
-        QVERIFY2(gpu::saveMeasurementJson(set, path.toStdString(), &err), err.c_str());
-
-        auto w = std::make_unique<MainWindow>(MainWindow::Options{false, false});
-        FeatureOptions o;
-        o.measurementsPath = path;
-        QString e;
-        Features* f = installFeatures(*w, o, &e);
-        QVERIFY2(e.isEmpty(), qPrintable(e));
-        QCOMPARE(f->measure()->results().device, std::string("NVIDIA H200"));
-        const auto points = w->rooflinePlot()->measuredPoints();
-        QCOMPARE(points.size(), 1);
-        QCOMPARE(points[0].variant, QStringLiteral("GQA-8"));
-        QVERIFY(std::abs(points[0].intensityFlopPerByte - c.intensity) < 1e-9);
-
-        o.measurementsPath = dir.filePath(QStringLiteral("missing.json"));
-        installFeatures(*w, o, &e);
-        QVERIFY2(e.startsWith(QStringLiteral("--measurements: ")), qPrintable(e));
-        QVERIFY(!e.contains(QLatin1Char('\n')));
-        QVERIFY(w->bannerVisible());
-        QCOMPARE(w->rooflinePlot()->measuredPoints().size(), 1); // the loaded file stays
-    }
-
-    /// The callout naming the current configuration never hides a plotted point: a CPU's
-    /// measured points sit two decades under a GPU roof, where its default corner is.
     /// F1 lists every shortcut of the window, generated from its actions: the features'
     /// (measure, pin A, presentation, plan) as well as the controls'.
     void shortcutListHasEveryAction() {
@@ -536,116 +430,42 @@ private Q_SLOTS:
         QCOMPARE(withKeys, 0);
     }
 
-    void calloutLeavesPointsVisible() {
+    /// F1 opens that list: the dialog's table has the generated rows, in order.
+    void f1DialogShowsTheGeneratedList() {
         auto w = makeWindow();
-        QVERIFY(w->loadModelRef(QStringLiteral("llama-3-8b")));
-        w->flushRefresh();
-        QVector<MeasuredPoint> cpu;
-        const double intensity[] = {1, 2, 4, 8, 16, 32},
-                     achieved[] = {44e9, 85e9, 110e9, 170e9, 220e9, 240e9};
-        for (int i = 0; i < 6; ++i)
-            cpu.append({QStringLiteral("v%1").arg(i), intensity[i], achieved[i], {}});
-        RooflinePlot* plot = w->rooflinePlot();
-        plot->setMeasuredCeilings({60e9, 0.8e12});
-        plot->setMeasuredPoints(cpu);
-        w->renderNow();
-        const QRectF box = plot->calloutRect();
-        QVERIFY(!box.isEmpty());
-        for (const MeasuredPoint& p : cpu) {
-            const QPointF px(plot->xAxis->coordToPixel(p.intensityFlopPerByte),
-                             plot->yAxis->coordToPixel(p.achievedFlopPerS));
-            QVERIFY2(
-                !box.contains(px),
-                qPrintable(
-                    QStringLiteral("%1 FLOP/B under the callout").arg(p.intensityFlopPerByte)));
-        }
-    }
-
-    void measureCancelAndNewestWins() {
-        auto w = makeWindow();
-        MeasureController* m = features(*w)->measure();
-        MeasureJob big;
-        big.shapes = {tinyShape(4, 4096), tinyShape(2, 4096), tinyShape(1, 4096)};
-        big.variants = {"MHA", "GQA-2", "MQA"};
-        QSignalSpy done(m, &MeasureController::finished);
-        m->start(big);
-        m->cancel();
-        QVERIFY(done.wait(180000));
-        QCOMPARE(done.size(), 1);
-        QCOMPARE(done.front().at(0).toBool(), false);
-        QCOMPARE(done.front().at(1).toString(), QStringLiteral("cancelled"));
-        QVERIFY(!m->running());
-        QVERIFY(w->bannerVisible());
-
-        // Two requests in a row: only the newest reports.
-        done.clear();
-        MeasureJob small;
-        small.ceilings = false;
-        small.shapes = {tinyShape(1, 128)};
-        small.variants = {"MQA"};
-        m->start(big);
-        m->start(small);
-        QVERIFY(done.wait(180000));
-        QTest::qWait(200);
-        QCOMPARE(done.size(), 1);
-        QVERIFY(done.front().at(0).toBool());
-        QCOMPARE(w->rooflinePlot()->measuredPoints().size(), 1);
-    }
-
-    void measuredStepsFromAFileReachTheStepPlot() {
-        auto w = makeWindow();
-        QVERIFY(w->loadModelRef(QStringLiteral("llama-3-8b")));
-        w->renderNow();
-        gpu::MeasurementSet set;
-        set.backend = "cpu";
-        set.device = "test CPU";
-        set.ceilings.ok = true;
-        set.ceilings.readBytesPerSecond = 1e10;
-        set.ceilings.peakFlopPerSecond["bf16"] = 1e11;
-        gpu::StepMeasurement m; // 2 of Llama-3-8B's 32 layers at B = 4: 60 ms
-        m.shape.modelLayers = 32;
-        m.shape.batch = 4;
-        m.medianSeconds = 0.06;
-        m.roofSeconds = 0.03;
-        m.ok = true;
-        set.steps.push_back(m);
-        QTemporaryDir dir;
-        const QString path = dir.filePath(QStringLiteral("steps.json"));
-        std::string err;
-        QVERIFY2(gpu::saveMeasurementJson(set, path.toStdString(), &err), err.c_str());
-        QString why;
-        QVERIFY2(features(*w)->measure()->loadJson(path, &why), qPrintable(why));
-        const auto& points = w->stepPlot()->measuredStepPoints();
-        QCOMPARE(points.size(), std::size_t(1));
-        QCOMPARE(points.front().msPerToken, 960.0); // 60 ms x 32 / 2
-        QVERIFY(points.front().tooltip.contains(QStringLiteral("50.0% of the step roof")));
-    }
-
-    void measureJobForTheWindow() {
-        auto w = makeWindow();
-        QVERIFY(w->loadModelRef(QStringLiteral("llama-3-70b")));
-        AppState s = w->state();
-        s.deployment.tp = 8;
-        QVERIFY(w->applyState(s));
-        const MeasureJob job = features(*w)->measure()->jobForCurrentState();
-        QVERIFY(!job.shapes.empty());
-        QCOMPARE(job.shapes.size(), job.variants.size());
-        for (const auto& sh : job.shapes) {
-            QCOMPARE(sh.qHeads, std::int64_t(8)); // 64 query heads over TP=8
-            QCOMPARE(sh.context, std::int64_t(8192));
-        }
-        // On a CPU the sweep ends with a short step sweep of the model's per-rank layer:
-        // hidden 8192, 64/8 query and 8/8 KV heads, MLP 28672/8, 80 layers.
-        if (!gpu::cudaCompiledIn()) {
-            QCOMPARE(job.steps.size(), std::size_t(3));
-            for (const auto& st : job.steps) {
-                QCOMPARE(st.hidden, std::int64_t(8192));
-                QCOMPARE(st.qHeads, std::int64_t(8));
-                QCOMPARE(st.kvHeads, std::int64_t(1));
-                QCOMPARE(st.intermediate, std::int64_t(3584));
-                QCOMPARE(st.modelLayers, std::int64_t(80));
+        const auto list = w->shortcutList();
+        QAction* help = nullptr;
+        for (QAction* a : w->menu(QStringLiteral("Help"))->actions())
+            if (a->shortcuts().contains(QKeySequence(QKeySequence::HelpContents)))
+                help = a;
+        QVERIFY(help);
+        QList<QPair<QString, QString>> shown;
+        bool closed = false;
+        std::function<void(int)> closeWhenShown = [&](int triesLeft) {
+            for (QWidget* top : QApplication::topLevelWidgets()) {
+                auto* dlg = qobject_cast<QDialog*>(top);
+                auto* t =
+                    dlg ? dlg->findChild<QTableWidget*>(QStringLiteral("shortcutTable")) : nullptr;
+                if (!t || !dlg->isVisible())
+                    continue;
+                for (int r = 0; r < t->rowCount(); ++r)
+                    shown.append({t->item(r, 0)->text(), t->item(r, 1)->text()});
+                closed = true;
+                dlg->reject();
+                return;
             }
-        }
+            if (triesLeft > 0)
+                QTimer::singleShot(20, w.get(), [&, triesLeft] { closeWhenShown(triesLeft - 1); });
+        };
+        QTimer::singleShot(0, w.get(), [&] { closeWhenShown(250); });
+        help->trigger(); // modal: returns once the dialog is closed
+        QVERIFY(closed);
+        QCOMPARE(shown, list);
+        // The presentation overlay's help lists the same shortcuts.
+        const QStringList lines = features(*w)->presentation()->shortcutLines();
+        QCOMPARE(lines.size(), list.size());
+        for (qsizetype i = 0; i < list.size(); ++i)
+            QCOMPARE(lines[i], list[i].first + QLatin1Char('\t') + list[i].second);
     }
 };
 

@@ -6,6 +6,7 @@
 #include "core/law/law.h"
 #include "core/law/step.h"
 #include "core/model/presets.h"
+#include "testutils.h"
 
 #include <QtTest/QtTest>
 #include <cmath>
@@ -14,29 +15,9 @@
 #include <set>
 
 using namespace kvscope;
+using namespace kvscope::test;
 
 namespace {
-
-ModelSpec model(const char* id) {
-    auto m = loadModel(id);
-    if (!m.ok())
-        qFatal("preset %s: %s", id, m.error().message().c_str());
-    return m.value();
-}
-
-GpuSpec gpu(const char* id) {
-    auto g = loadGpu(id);
-    if (!g.ok())
-        qFatal("gpu %s: %s", id, g.error().message().c_str());
-    return g.value();
-}
-
-Report eval(const ModelSpec& m, const GpuSpec& g, const Deployment& d) {
-    auto r = evaluate(m, g, d);
-    if (!r.ok())
-        qFatal("evaluate: %s", r.error().message().c_str());
-    return r.value();
-}
 
 Deployment dep(std::int64_t tp, std::int64_t batch, std::int64_t context,
                std::optional<std::int64_t> hkv = std::nullopt) {

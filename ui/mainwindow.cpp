@@ -2,12 +2,11 @@
 
 #include "core/format.h"
 #include "core/model/presets.h"
-#include "ui/exporter.h"
 #include "ui/kvstripsview.h"
 #include "ui/layerribbon.h"
 #include "ui/numberspanel.h"
+#include "ui/qstrings.h"
 #include "ui/rooflineplot.h"
-#include "ui/session.h"
 #include "ui/sidepanels.h"
 #include "ui/stepplot.h"
 #include "ui/theme.h"
@@ -15,42 +14,24 @@
 #include "ui/viewmodel.h"
 
 #include <QAction>
-#include <QApplication>
 #include <QCheckBox>
-#include <QCloseEvent>
 #include <QComboBox>
-#include <QDialog>
-#include <QDialogButtonBox>
 #include <QDockWidget>
-#include <QFileDialog>
+#include <QDragEnterEvent>
+#include <QDropEvent>
 #include <QFileInfo>
 #include <QHBoxLayout>
-#include <QHeaderView>
 #include <QLabel>
-#include <QMenuBar>
-#include <QMessageBox>
 #include <QMimeData>
-#include <QPushButton>
 #include <QScrollArea>
-#include <QSet>
 #include <QSettings>
 #include <QSlider>
-#include <QTableWidget>
 #include <QToolButton>
 #include <QVBoxLayout>
-#include <functional>
 
 namespace kvscope::ui {
 
 namespace {
-QString q(const std::string& s) {
-    return QString::fromStdString(s);
-}
-std::string s8(const QString& s) {
-    return s.toStdString();
-}
-constexpr int kMaxRecent = 8;
-
 QString modelTitle(const AppState& s) {
     return q(modelDisplayName(s.modelRef, s.model));
 }
@@ -119,7 +100,7 @@ QWidget* MainWindow::wrapPlot(QWidget* plot, QWidget* header) {
     return w;
 }
 
-void MainWindow::buildViews() {
+void MainWindow::buildCentral() {
     // Centre: the banner over the strips.
     auto* central = new QWidget(this);
     auto* cv = new QVBoxLayout(central);
@@ -152,41 +133,20 @@ void MainWindow::buildViews() {
     strips_->setAnimated(options_.animate);
     cv->addWidget(strips_, 1);
     setCentralWidget(central);
+}
 
-    auto dock = [this](const QString& title, const QString& name, QWidget* w,
-                       Qt::DockWidgetArea area) {
-        auto* d = new QDockWidget(title, this);
-        d->setObjectName(name);
-        d->setWidget(w);
-        d->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable |
-                       QDockWidget::DockWidgetClosable);
-        addDockWidget(area, d);
-        return d;
-    };
-    setCorner(Qt::TopLeftCorner, Qt::LeftDockWidgetArea);
-    setCorner(Qt::BottomLeftCorner, Qt::LeftDockWidgetArea);
-    setCorner(Qt::TopRightCorner, Qt::RightDockWidgetArea);
-    setCorner(Qt::BottomRightCorner, Qt::BottomDockWidgetArea);
+QDockWidget* MainWindow::addDock(const QString& title, const QString& name, QWidget* w,
+                                 Qt::DockWidgetArea area) {
+    auto* d = new QDockWidget(title, this);
+    d->setObjectName(name);
+    d->setWidget(w);
+    d->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable |
+                   QDockWidget::DockWidgetClosable);
+    addDockWidget(area, d);
+    return d;
+}
 
-    controls_ = new ControlsPanel;
-    auto* controlsDock =
-        dock(tr("Controls"), QStringLiteral("controlsDock"), controls_, Qt::LeftDockWidgetArea);
-    modelPanel_ = new ModelPanel;
-    auto* modelDock =
-        dock(tr("Model"), QStringLiteral("modelDock"), modelPanel_, Qt::LeftDockWidgetArea);
-    gpuPanel_ = new GpuPanel;
-    auto* gpuDock = dock(tr("GPU"), QStringLiteral("gpuDock"), gpuPanel_, Qt::LeftDockWidgetArea);
-
-    numbers_ = new NumbersPanel;
-    numbers_->setObjectName(QStringLiteral("numbersPanel"));
-    auto* scroll = new QScrollArea;
-    scroll->setWidget(numbers_);
-    scroll->setWidgetResizable(true);
-    scroll->setFrameShape(QFrame::NoFrame);
-    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-    auto* numbersDock =
-        dock(tr("Numbers"), QStringLiteral("numbersDock"), scroll, Qt::RightDockWidgetArea);
-
+QWidget* MainWindow::buildRooflineView() {
     roofline_ = new RooflinePlot;
     roofline_->setObjectName(QStringLiteral("rooflinePlot"));
     auto* measured = new QCheckBox(tr("measured points (L)"));
@@ -200,9 +160,10 @@ void MainWindow::buildViews() {
     rhl->setContentsMargins(4, 0, 4, 0);
     rhl->addStretch(1);
     rhl->addWidget(measured);
-    auto* rooflineDock = dock(tr("Roofline"), QStringLiteral("rooflineDock"),
-                              wrapPlot(roofline_, rh), Qt::BottomDockWidgetArea);
+    return wrapPlot(roofline_, rh);
+}
 
+QWidget* MainWindow::buildCapacityView() {
     capacity_ = new TpPlot(TpPlot::Kind::Capacity);
     capacity_->setObjectName(QStringLiteral("capacityPlot"));
     auto* metric = new QComboBox;
@@ -217,12 +178,10 @@ void MainWindow::buildViews() {
     chl->addStretch(1);
     chl->addWidget(new QLabel(tr("show")));
     chl->addWidget(metric);
-    auto* capacityDock = dock(tr("Capacity vs TP"), QStringLiteral("capacityDock"),
-                              wrapPlot(capacity_, ch), Qt::BottomDockWidgetArea);
-    intensity_ = new TpPlot(TpPlot::Kind::Intensity);
-    intensity_->setObjectName(QStringLiteral("intensityPlot"));
-    auto* intensityDock = dock(tr("Intensity vs TP"), QStringLiteral("intensityDock"),
-                               wrapPlot(intensity_, nullptr), Qt::BottomDockWidgetArea);
+    return wrapPlot(capacity_, ch);
+}
+
+QWidget* MainWindow::buildStepView() {
     step_ = new StepPlot;
     step_->setObjectName(QStringLiteral("stepPlot"));
     auto* stepMode = new QComboBox;
@@ -235,8 +194,46 @@ void MainWindow::buildViews() {
     shl->addStretch(1);
     shl->addWidget(new QLabel(tr("show")));
     shl->addWidget(stepMode);
-    auto* stepDock = dock(tr("Decode step"), QStringLiteral("stepDock"), wrapPlot(step_, sh),
-                          Qt::BottomDockWidgetArea);
+    return wrapPlot(step_, sh);
+}
+
+void MainWindow::buildViews() {
+    buildCentral();
+    setCorner(Qt::TopLeftCorner, Qt::LeftDockWidgetArea);
+    setCorner(Qt::BottomLeftCorner, Qt::LeftDockWidgetArea);
+    setCorner(Qt::TopRightCorner, Qt::RightDockWidgetArea);
+    setCorner(Qt::BottomRightCorner, Qt::BottomDockWidgetArea);
+
+    controls_ = new ControlsPanel;
+    auto* controlsDock =
+        addDock(tr("Controls"), QStringLiteral("controlsDock"), controls_, Qt::LeftDockWidgetArea);
+    modelPanel_ = new ModelPanel;
+    auto* modelDock =
+        addDock(tr("Model"), QStringLiteral("modelDock"), modelPanel_, Qt::LeftDockWidgetArea);
+    gpuPanel_ = new GpuPanel;
+    auto* gpuDock =
+        addDock(tr("GPU"), QStringLiteral("gpuDock"), gpuPanel_, Qt::LeftDockWidgetArea);
+
+    numbers_ = new NumbersPanel;
+    numbers_->setObjectName(QStringLiteral("numbersPanel"));
+    auto* scroll = new QScrollArea;
+    scroll->setWidget(numbers_);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    auto* numbersDock =
+        addDock(tr("Numbers"), QStringLiteral("numbersDock"), scroll, Qt::RightDockWidgetArea);
+
+    auto* rooflineDock = addDock(tr("Roofline"), QStringLiteral("rooflineDock"),
+                                 buildRooflineView(), Qt::BottomDockWidgetArea);
+    auto* capacityDock = addDock(tr("Capacity vs TP"), QStringLiteral("capacityDock"),
+                                 buildCapacityView(), Qt::BottomDockWidgetArea);
+    intensity_ = new TpPlot(TpPlot::Kind::Intensity);
+    intensity_->setObjectName(QStringLiteral("intensityPlot"));
+    auto* intensityDock = addDock(tr("Intensity vs TP"), QStringLiteral("intensityDock"),
+                                  wrapPlot(intensity_, nullptr), Qt::BottomDockWidgetArea);
+    auto* stepDock = addDock(tr("Decode step"), QStringLiteral("stepDock"), buildStepView(),
+                             Qt::BottomDockWidgetArea);
     splitDockWidget(rooflineDock, capacityDock, Qt::Horizontal);
     splitDockWidget(capacityDock, intensityDock, Qt::Horizontal);
     splitDockWidget(controlsDock, modelDock, Qt::Vertical);
@@ -249,7 +246,10 @@ void MainWindow::buildViews() {
     resizeDocks({rooflineDock}, {400}, Qt::Vertical);
     resizeDocks({controlsDock, modelDock}, {270, 700}, Qt::Vertical);
     resizeDocks({rooflineDock, capacityDock, intensityDock}, {520, 360, 360}, Qt::Horizontal);
+    connectViews();
+}
 
+void MainWindow::connectViews() {
     connect(controls_, &ControlsPanel::deploymentRequested, this, &MainWindow::requestDeployment);
     for (QSlider* sl : controls_->findChildren<QSlider*>()) {
         connect(sl, &QSlider::sliderPressed, this, [this] { setDragging(true); });
@@ -261,105 +261,6 @@ void MainWindow::buildViews() {
     connect(gpuPanel_, &GpuPanel::gpuPresetRequested, this,
             [this](const QString& id) { loadGpuRef(id); });
     connect(gpuPanel_, &GpuPanel::customGpuEdited, this, &MainWindow::setGpu);
-}
-
-void MainWindow::buildMenus() {
-    fileMenu_ = menuBar()->addMenu(tr("&File"));
-    viewMenu_ = menuBar()->addMenu(tr("&View"));
-    toolsMenu_ = menuBar()->addMenu(tr("&Tools"));
-    helpMenu_ = menuBar()->addMenu(tr("&Help"));
-
-    auto* open =
-        fileMenu_->addAction(tr("&Open config.json…"), this, &MainWindow::openConfigDialog);
-    open->setShortcut(QKeySequence::Open);
-    recentMenu_ = fileMenu_->addMenu(tr("Open &recent"));
-    modelPanel_->setRecentMenu(recentMenu_);
-    fileMenu_->addSeparator();
-    auto* exportWin =
-        fileMenu_->addAction(tr("&Export window…"), this, [this] { exportDialog(QString()); });
-    exportWin->setShortcut(QKeySequence(tr("Ctrl+E")));
-    QMenu* exportView = fileMenu_->addMenu(tr("Export &view"));
-    const QList<QPair<QString, QString>> views = {
-        {QStringLiteral("strips"), tr("KV strips…")},
-        {QStringLiteral("numbers"), tr("Numbers…")},
-        {QStringLiteral("roofline"), tr("Roofline…")},
-        {QStringLiteral("capacity"), tr("Capacity vs TP…")},
-        {QStringLiteral("intensity"), tr("Intensity vs TP…")},
-        {QStringLiteral("step"), tr("Decode step…")}};
-    for (const auto& [name, title] : views)
-        exportView->addAction(title, this, [this, name = name] { exportDialog(name); });
-    fileMenu_->addSeparator();
-    auto* quit = fileMenu_->addAction(tr("&Quit"), this, &QWidget::close);
-    quit->setShortcut(QKeySequence::Quit);
-
-    for (QDockWidget* d : findChildren<QDockWidget*>())
-        viewMenu_->addAction(d->toggleViewAction());
-    viewMenu_->addSeparator();
-    auto* dark = viewMenu_->addAction(tr("&Dark palette"));
-    dark->setCheckable(true);
-    dark->setChecked(currentTheme() == ThemeMode::Dark);
-    dark->setShortcut(QKeySequence(tr("Ctrl+Shift+L")));
-    connect(dark, &QAction::toggled, this, &MainWindow::setTheme);
-
-    auto* measured = toolsMenu_->addAction(tr("Show &measured points"));
-    measured->setCheckable(true);
-    measured->setChecked(roofline_->measuredVisible());
-    measured->setShortcut(QKeySequence(Qt::Key_L));
-    connect(measured, &QAction::toggled, roofline_, &RooflinePlot::setMeasuredVisible);
-    connect(roofline_, &RooflinePlot::measuredVisibleChanged, measured, &QAction::setChecked);
-
-    auto* shortcuts =
-        helpMenu_->addAction(tr("&Keyboard shortcuts"), this, &MainWindow::showShortcuts);
-    shortcuts->setShortcut(QKeySequence::HelpContents);
-    helpMenu_->addAction(tr("&About kvscope"), this, [this] {
-        QMessageBox::about(this, tr("About kvscope"),
-                           tr("<b>kvscope</b><br>The memory physics of LLM attention, made "
-                              "visible: MHA → MQA → GQA → MLA.<br>Every number comes from "
-                              "kvscope's core, the same arithmetic as <tt>kvscope-cli</tt>."));
-    });
-}
-
-void MainWindow::buildShortcuts() {
-    QMenu* controlsMenu = viewMenu_->addMenu(tr("&Controls"));
-    auto add = [&](const QString& title, const QKeySequence& key, auto fn) {
-        auto* a = controlsMenu->addAction(title);
-        a->setShortcut(key);
-        a->setShortcutContext(Qt::WindowShortcut);
-        connect(a, &QAction::triggered, this, fn);
-        addAction(a);
-    };
-    auto stepper = [this](Control c, int d) { return [this, c, d] { controls_->step(c, d); }; };
-    add(tr("Fewer KV heads (towards MQA, MLA)"), QKeySequence(Qt::Key_H),
-        stepper(Control::KvHeads, +1));
-    add(tr("More KV heads (towards MHA)"), QKeySequence(Qt::SHIFT | Qt::Key_H),
-        stepper(Control::KvHeads, -1));
-    add(tr("Smaller TP"), QKeySequence(Qt::Key_T), stepper(Control::Tp, -1));
-    add(tr("Larger TP"), QKeySequence(Qt::SHIFT | Qt::Key_T), stepper(Control::Tp, +1));
-    add(tr("Smaller DCP"), QKeySequence(Qt::Key_P), stepper(Control::Dcp, -1));
-    add(tr("Larger DCP"), QKeySequence(Qt::SHIFT | Qt::Key_P), stepper(Control::Dcp, +1));
-    add(tr("Shorter context"), QKeySequence(Qt::Key_C), stepper(Control::Context, -1));
-    add(tr("Longer context"), QKeySequence(Qt::SHIFT | Qt::Key_C), stepper(Control::Context, +1));
-    add(tr("Smaller batch"), QKeySequence(Qt::Key_B), stepper(Control::Batch, -1));
-    add(tr("Larger batch"), QKeySequence(Qt::SHIFT | Qt::Key_B), stepper(Control::Batch, +1));
-    add(tr("Next KV dtype"), QKeySequence(Qt::Key_D), stepper(Control::KvDtype, +1));
-    add(tr("Previous KV dtype"), QKeySequence(Qt::SHIFT | Qt::Key_D),
-        stepper(Control::KvDtype, -1));
-    add(tr("Lower GPU memory utilisation"), QKeySequence(Qt::Key_U), stepper(Control::Util, -1));
-    add(tr("Higher GPU memory utilisation"), QKeySequence(Qt::SHIFT | Qt::Key_U),
-        stepper(Control::Util, +1));
-    add(tr("Toggle the pool model (vLLM / datasheet)"), QKeySequence(Qt::Key_M),
-        stepper(Control::PoolModel, +1));
-    add(tr("Next model preset"), QKeySequence(Qt::Key_BracketRight),
-        [this] { stepModelPreset(+1); });
-    add(tr("Previous model preset"), QKeySequence(Qt::Key_BracketLeft),
-        [this] { stepModelPreset(-1); });
-    add(tr("Next GPU preset"), QKeySequence(Qt::Key_G), [this] { stepGpuPreset(+1); });
-    add(tr("Previous GPU preset"), QKeySequence(Qt::SHIFT | Qt::Key_G),
-        [this] { stepGpuPreset(-1); });
-    auto* esc = new QAction(tr("Dismiss the banner"), this);
-    esc->setShortcut(QKeySequence(Qt::Key_Escape));
-    connect(esc, &QAction::triggered, this, &MainWindow::hideBanner);
-    addAction(esc);
 }
 
 QMenu* MainWindow::menu(const QString& name) const {
@@ -560,162 +461,6 @@ void MainWindow::refreshNow() {
                        .arg(report_.tp));
 }
 
-void MainWindow::stepModelPreset(int delta) {
-    const auto& presets = modelPresets();
-    if (presets.empty())
-        return;
-    int i = 0;
-    for (int k = 0; k < static_cast<int>(presets.size()); ++k)
-        if (presets[static_cast<std::size_t>(k)].id == state_.modelRef)
-            i = k;
-    const int n = static_cast<int>(presets.size());
-    i = ((i + delta) % n + n) % n;
-    loadModelRef(q(presets[static_cast<std::size_t>(i)].id));
-}
-
-void MainWindow::stepGpuPreset(int delta) {
-    const auto& presets = gpuPresets();
-    if (presets.empty())
-        return;
-    int i = 0;
-    for (int k = 0; k < static_cast<int>(presets.size()); ++k)
-        if (presets[static_cast<std::size_t>(k)].id == state_.gpu.id)
-            i = k;
-    const int n = static_cast<int>(presets.size());
-    i = ((i + delta) % n + n) % n;
-    loadGpuRef(q(presets[static_cast<std::size_t>(i)].id));
-}
-
-void MainWindow::openConfigDialog() {
-    const QString dir = recent_.isEmpty() ? QString() : QFileInfo(recent_.first()).absolutePath();
-    const QString path =
-        QFileDialog::getOpenFileName(this, tr("Open a HuggingFace config.json"), dir,
-                                     tr("Model configs (*.json);;All files (*)"));
-    if (!path.isEmpty())
-        loadModelRef(path);
-}
-
-void MainWindow::exportDialog(const QString& view) {
-    const QString base =
-        view.isEmpty() ? QStringLiteral("kvscope") : QStringLiteral("kvscope-") + view;
-    const QString path = QFileDialog::getSaveFileName(
-        this, tr("Export"), base + QStringLiteral(".png"), exportFilter());
-    if (path.isEmpty())
-        return;
-    const bool ok = view.isEmpty() ? exportWindow(path) : exportView(view, path);
-    if (!ok)
-        showBanner(tr("Export failed: %1").arg(path), true);
-}
-
-bool MainWindow::exportWindow(const QString& path) {
-    renderNow();
-    return exportWidget(this, path);
-}
-
-bool MainWindow::exportView(const QString& name, const QString& path) {
-    renderNow();
-    return exportWidget(viewWidget(name), path);
-}
-
-void MainWindow::addRecent(const QString& path) {
-    recent_.removeAll(path);
-    recent_.prepend(path);
-    while (recent_.size() > kMaxRecent)
-        recent_.removeLast();
-    rebuildRecentMenu();
-    if (options_.persist)
-        QSettings().setValue(QStringLiteral("recentFiles"), recent_);
-}
-
-void MainWindow::rebuildRecentMenu() {
-    recentMenu_->clear();
-    for (const QString& path : recent_)
-        recentMenu_->addAction(QFileInfo(path).fileName() + QStringLiteral("  —  ") + path, this,
-                               [this, path] { loadModelRef(path); });
-    if (recent_.isEmpty())
-        recentMenu_->addAction(tr("(none yet)"))->setEnabled(false);
-    else {
-        recentMenu_->addSeparator();
-        recentMenu_->addAction(tr("Clear"), this, [this] {
-            recent_.clear();
-            rebuildRecentMenu();
-            if (options_.persist)
-                QSettings().setValue(QStringLiteral("recentFiles"), recent_);
-        });
-    }
-}
-
-QList<QPair<QString, QString>> MainWindow::shortcutList() const {
-    QList<QPair<QString, QString>> out;
-    QSet<QString> seen;
-    std::function<void(const QList<QAction*>&)> collect = [&](const QList<QAction*>& actions) {
-        for (QAction* a : actions) {
-            if (a->menu())
-                collect(a->menu()->actions());
-            if (a->isSeparator() || a->shortcuts().isEmpty())
-                continue;
-            QStringList keys;
-            for (const QKeySequence& k : a->shortcuts())
-                keys << k.toString(QKeySequence::NativeText);
-            QString text = a->text();
-            text.remove(QLatin1Char('&'));
-            if (text.endsWith(QStringLiteral("…")))
-                text.chop(1);
-            if (text.isEmpty())
-                text = a->toolTip();
-            const QString key = keys.join(QStringLiteral(", "));
-            if (seen.contains(key + text))
-                continue;
-            seen.insert(key + text);
-            out.append({key, text});
-        }
-    };
-    for (QMenu* m : {fileMenu_, viewMenu_, toolsMenu_, helpMenu_})
-        if (m)
-            collect(m->actions());
-    for (QAction* a : menuBar()->actions()) // menus the features added
-        if (a->menu() && a->menu() != fileMenu_ && a->menu() != viewMenu_ &&
-            a->menu() != toolsMenu_ && a->menu() != helpMenu_)
-            collect(a->menu()->actions());
-    collect(actions());
-    return out;
-}
-
-void MainWindow::showShortcuts() {
-    // Generated from the window's actions when shown: whatever a feature installed is listed.
-    const QList<QPair<QString, QString>> list = shortcutList();
-    QDialog dlg(this);
-    dlg.setWindowTitle(tr("Keyboard shortcuts"));
-    auto* v = new QVBoxLayout(&dlg);
-    auto* table = new QTableWidget(static_cast<int>(list.size()), 2, &dlg);
-    table->setObjectName(QStringLiteral("shortcutTable"));
-    table->setHorizontalHeaderLabels({tr("Key"), tr("Action")});
-    table->verticalHeader()->hide();
-    table->setEditTriggers(QAbstractItemView::NoEditTriggers);
-    for (int i = 0; i < list.size(); ++i) {
-        auto* k = new QTableWidgetItem(list[i].first);
-        k->setFont(scaledFont(font(), 1.0, true));
-        table->setItem(i, 0, k);
-        table->setItem(i, 1, new QTableWidgetItem(list[i].second));
-    }
-    table->resizeColumnsToContents();
-    table->horizontalHeader()->setStretchLastSection(true);
-    v->addWidget(table);
-    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, &dlg);
-    connect(buttons, &QDialogButtonBox::rejected, &dlg, &QDialog::reject);
-    v->addWidget(buttons);
-    dlg.resize(560, 640);
-    dlg.exec();
-}
-
-void MainWindow::setTheme(bool dark) {
-    applyTheme(dark ? ThemeMode::Dark : ThemeMode::Light);
-    if (options_.persist)
-        QSettings().setValue(QStringLiteral("theme"), toString(currentTheme()));
-    if (bannerVisible())
-        showBanner(bannerLabel_->text().mid(3), true);
-}
-
 void MainWindow::dragEnterEvent(QDragEnterEvent* e) {
     if (e->mimeData()->hasUrls() && !e->mimeData()->urls().isEmpty() &&
         e->mimeData()->urls().first().isLocalFile())
@@ -728,90 +473,6 @@ void MainWindow::dropEvent(QDropEvent* e) {
         return;
     e->acceptProposedAction();
     loadModelRef(urls.first().toLocalFile());
-}
-
-void MainWindow::closeEvent(QCloseEvent* e) {
-    if (options_.persist)
-        saveSettings();
-    QMainWindow::closeEvent(e);
-}
-
-namespace {
-/// The state as earlier builds saved it: one QSettings key per knob under "state/".
-Session legacySettingsSession(QSettings& st) {
-    Session out;
-    st.beginGroup(QStringLiteral("state"));
-    out.model = s8(st.value(QStringLiteral("model")).toString());
-    out.gpu = s8(st.value(QStringLiteral("gpu")).toString());
-    if (out.gpu == "custom") {
-        GpuSpec g;
-        g.id = "custom";
-        g.name = s8(st.value(QStringLiteral("gpuName")).toString());
-        g.memoryBytes = st.value(QStringLiteral("gpuMemoryBytes")).toLongLong();
-        g.bandwidthBytesPerS = st.value(QStringLiteral("gpuBandwidth")).toDouble();
-        g.peakBf16FlopPerS = st.value(QStringLiteral("gpuBf16")).toDouble();
-        g.peakFp32FlopPerS = st.value(QStringLiteral("gpuFp32")).toDouble();
-        g.gpusPerNode = st.value(QStringLiteral("gpuPerNode")).toLongLong();
-        out.customGpu = g;
-    }
-    Deployment& d = out.deployment;
-    d.tp = st.value(QStringLiteral("tp"), 1).toLongLong();
-    d.dcp = st.value(QStringLiteral("dcp"), 1).toLongLong();
-    if (const qlonglong kv = st.value(QStringLiteral("kvHeads"), 0).toLongLong(); kv > 0)
-        d.kvHeads = kv;
-    d.context = st.value(QStringLiteral("context"), 8192).toLongLong();
-    d.batch = st.value(QStringLiteral("batch"), 1).toLongLong();
-    if (auto k = parseKvDtype(s8(st.value(QStringLiteral("kvDtype")).toString())); k.ok())
-        d.kvDtype = *k;
-    d.gpuMemUtil = st.value(QStringLiteral("util"), 0.9).toDouble();
-    if (auto p = parsePoolModel(s8(st.value(QStringLiteral("poolModel")).toString())); p.ok())
-        d.poolModel = *p;
-    st.endGroup();
-    return out;
-}
-} // namespace
-
-void MainWindow::saveSettings() const {
-    QSettings st;
-    st.setValue(QStringLiteral("window/geometry"), saveGeometry());
-    st.setValue(QStringLiteral("window/state"), saveState(1));
-    st.setValue(QStringLiteral("theme"), toString(currentTheme()));
-    // The whole state as one session JSON value (core/features/session.h): every schema field comes
-    // back on restart, and a field added to the schema needs nothing here.
-    st.setValue(QStringLiteral("session"), q(sessionToJson(sessionFromState(state_))));
-    st.remove(QStringLiteral("state")); // the per-key layout of earlier builds
-}
-
-void MainWindow::loadSettings() {
-    QSettings st;
-    if (!restoreGeometry(st.value(QStringLiteral("window/geometry")).toByteArray()))
-        resize(1600, 1000);
-    restoreState(st.value(QStringLiteral("window/state")).toByteArray(), 1);
-    // The last state, re-validated: anything the current build refuses is dropped quietly.
-    AppState s = state_;
-    Session saved;
-    if (st.contains(QStringLiteral("session"))) {
-        auto parsed = parseSession(s8(st.value(QStringLiteral("session")).toString()));
-        if (!parsed.ok())
-            return;
-        saved = std::move(parsed).value();
-    } else if (st.contains(QStringLiteral("state/model"))) {
-        saved = legacySettingsSession(st);
-    } else {
-        return;
-    }
-    if (auto m = loadModel(saved.model); m.ok()) {
-        s.modelRef = saved.model;
-        s.model = std::move(m).value();
-    }
-    if (saved.customGpu) {
-        if (validateGpu(*saved.customGpu).ok())
-            s.gpu = *saved.customGpu;
-    } else if (auto g = loadGpu(saved.gpu); g.ok()) {
-        s.gpu = std::move(g).value();
-    }
-    s.deployment = fitDeployment(s.model, s.gpu, saved.deployment);
-    applyState(s);
 }
 
 } // namespace kvscope::ui

@@ -14,7 +14,6 @@
 class QLabel;
 class QMenu;
 class QDockWidget;
-class QToolButton;
 
 namespace kvscope::ui {
 
@@ -85,6 +84,13 @@ protected:
 
 private:
     void buildViews();
+    void buildCentral();
+    QDockWidget* addDock(const QString& title, const QString& name, QWidget* w,
+                         Qt::DockWidgetArea area);
+    QWidget* buildRooflineView();
+    QWidget* buildCapacityView();
+    QWidget* buildStepView();
+    void connectViews();
     void buildMenus();
     void buildShortcuts();
     void refreshNow();

@@ -48,27 +48,6 @@ QPalette highContrast() {
     return p;
 }
 
-void collect(const QList<QAction*>& actions, QStringList& lines, QSet<QString>& seen) {
-    for (QAction* a : actions) {
-        if (a->menu())
-            collect(a->menu()->actions(), lines, seen);
-        if (a->isSeparator() || a->shortcuts().isEmpty())
-            continue;
-        QStringList keys;
-        for (const QKeySequence& k : a->shortcuts())
-            keys << k.toString(QKeySequence::NativeText);
-        QString text = a->text();
-        text.remove(QLatin1Char('&'));
-        if (text.endsWith(QStringLiteral("…")))
-            text.chop(1);
-        const QString line = keys.join(QStringLiteral(", ")) + QStringLiteral("\t") + text;
-        if (!seen.contains(line)) {
-            seen.insert(line);
-            lines << line;
-        }
-    }
-}
-
 /// Dims the window and lists the shortcuts in large type; any key or click closes it.
 class HelpOverlay : public QWidget {
 public:
@@ -199,12 +178,10 @@ void PresentationController::thicken() {
 }
 
 QStringList PresentationController::shortcutLines() const {
+    // The window's own list (F1's), so the overlay shows every shortcut F1 does.
     QStringList lines;
-    QSet<QString> seen;
-    for (const char* m : {"File", "View", "Tools", "Help"})
-        if (QMenu* menu = w_.menu(QLatin1String(m)))
-            collect(menu->actions(), lines, seen);
-    collect(w_.actions(), lines, seen);
+    for (const auto& [key, text] : w_.shortcutList())
+        lines << key + QStringLiteral("\t") + text;
     return lines;
 }
 

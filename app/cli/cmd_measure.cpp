@@ -15,7 +15,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstdio>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -26,6 +25,8 @@ namespace kvscope::cli {
 namespace {
 
 using Planned = PlannedShape;
+using gpu::fmt; // the measurement table's cell formatting (gpu/measure_table.h)
+using gpu::pad;
 
 /// The coverage set of --self-check without --model: every kernel, knob and dtype the
 /// backend takes, odd group sizes and contexts (padding, masking), split and unsplit grids.
@@ -83,24 +84,21 @@ std::vector<Planned> coverageShapes(const std::string& backend) {
     return out;
 }
 
-std::string fmt(const char* f, double x) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, f, x);
-    return buf;
-}
-
-std::string pad(std::string s, std::size_t w, bool right = true) {
-    if (s.size() >= w)
-        return s;
-    return right ? std::string(w - s.size(), ' ') + s : s + std::string(w - s.size(), ' ');
-}
-
 struct MeasureArgs {
     std::string backend = "cpu", model, tp, context, batch, kvDtype = "bf16", sweep = "variants",
                 json;
     bool selfCheck = false;
     bool step = false; ///< --step: the whole decode step; --batch is then a list
 };
+
+/// first, 2 first, 4 first, ... while below `last`, then `last` (the sweep's points).
+std::vector<std::int64_t> doublingTo(std::int64_t first, std::int64_t last) {
+    std::vector<std::int64_t> out;
+    for (std::int64_t v = first; v < last; v *= 2)
+        out.push_back(v);
+    out.push_back(last);
+    return out;
+}
 
 std::optional<std::int64_t> number(const std::string& text) {
     if (text.empty())
@@ -122,18 +120,12 @@ int runStepMeasure(const MeasureArgs& a, std::int64_t tpSize, std::int64_t conte
         while (at <= list.size()) {
             const std::size_t comma = std::min(list.find(',', at), list.size());
             const std::string item = list.substr(at, comma - at);
-            std::size_t used = 0;
-            long long b = 0;
-            try {
-                b = std::stoll(item, &used);
-            } catch (...) {
-                used = 0;
-            }
-            if (item.empty() || used != item.size() || b < 1 || b > kMaxBatch)
+            const auto b = wholeInteger(item);
+            if (!b || *b < 1 || *b > kMaxBatch)
                 return fail("--batch: with --step, a comma-separated list of batch sizes between "
                             "1 and " +
                             std::to_string(kMaxBatch) + ", got '" + list + "'");
-            batches.push_back(b);
+            batches.push_back(*b);
             at = comma + 1;
         }
     }
@@ -181,6 +173,118 @@ int runStepMeasure(const MeasureArgs& a, std::int64_t tpSize, std::int64_t conte
         std::cout << "wrote " << a.json << "\n";
     }
     return failures ? 1 : 0;
+}
+
+/// --sweep variants: every KV layout of the model at one shape; context: 1024, 2048, ... up to
+/// `context`; batch: 1, 2, 4, ... up to `maxBatch`.
+std::vector<Planned> sweepShapes(const ModelSpec& m, const std::string& sweep, std::int64_t tpSize,
+                                 std::int64_t context, std::int64_t batch, std::int64_t maxBatch,
+                                 gpu::KvDtype dtype) {
+    std::vector<Planned> plan;
+    if (sweep == "variants") {
+        plan = variantShapes(m, tpSize, context, batch, dtype);
+    } else if (sweep == "context") {
+        for (std::int64_t s : doublingTo(1024, context))
+            plan.push_back(naturalShape(m, tpSize, s, batch, dtype));
+    } else {
+        for (std::int64_t b : doublingTo(1, maxBatch))
+            plan.push_back(naturalShape(m, tpSize, context, b, dtype));
+    }
+    return plan;
+}
+
+/// Marks the shapes `backend` cannot take (reported, not run); "" when at least one is left,
+/// else the first reason (none at all is invalid input).
+std::string markUnsupported(gpu::Backend& backend, std::vector<Planned>& plan) {
+    std::size_t runnable = 0;
+    std::string firstReason;
+    for (Planned& p : plan) {
+        if (p.skip.empty())
+            p.skip = backend.supports(p.shape);
+        if (p.skip.empty())
+            ++runnable;
+        else if (firstReason.empty())
+            firstReason = p.variant + ": " + p.skip;
+    }
+    if (runnable > 0)
+        return {};
+    return firstReason.empty() ? "nothing to measure" : firstReason;
+}
+
+/// --self-check: each shape against the double-precision reference, one line each; exit 1 when
+/// any fails.
+int printSelfCheck(gpu::Backend& backend, const std::vector<Planned>& plan) {
+    int failures = 0;
+    std::cout << pad("variant", 8, false) << "  " << pad("shape", 40, false) << pad("kernel", 26)
+              << pad("splits", 7) << pad("max rel err", 13) << pad("bound", 9) << "  result\n";
+    for (const Planned& p : plan) {
+        if (!p.skip.empty()) {
+            std::cout << pad(p.variant, 8, false) << "  " << pad(gpu::describe(p.shape), 40, false)
+                      << "  skipped: " << p.skip << "\n";
+            continue;
+        }
+        const gpu::Measurement m = backend.selfCheck(p.shape);
+        if (!m.ok)
+            ++failures;
+        std::cout << pad(p.variant, 8, false) << "  " << pad(gpu::describe(p.shape), 40, false)
+                  << pad(m.kernel, 26) << pad(std::to_string(m.splits), 7)
+                  << pad(fmt("%.2e", m.maxRelError), 13) << pad(fmt("%.0e", m.errorBound), 9)
+                  << "  " << (m.ok ? "PASS" : "FAIL: " + m.error) << "\n";
+    }
+    std::cout << "\nself-check: " << (plan.size() - failures) << " checked, " << failures
+              << " failed\n";
+    return failures ? 1 : 0;
+}
+
+/// Times each shape into `set` and prints the table; writes `jsonPath` when given. Exit 1 when
+/// a point fails.
+int printMeasureTable(gpu::Backend& backend, std::vector<Planned>& plan, gpu::MeasurementSet& set,
+                      const std::string& jsonPath) {
+    int failures = 0;
+    std::cout << gpu::measureTableHeader();
+    for (Planned& p : plan) {
+        if (!p.skip.empty()) {
+            std::cout << gpu::measureTableRow(p.variant, p.shape, nullptr, "skipped: " + p.skip,
+                                              set.ceilings);
+            continue;
+        }
+        gpu::Measurement m = backend.measure(p.shape);
+        m.variant = p.variant;
+        if (!m.ok) {
+            ++failures;
+            std::cout << gpu::measureTableRow(p.variant, p.shape, nullptr, "FAIL: " + m.error,
+                                              set.ceilings);
+            continue;
+        }
+        std::cout << gpu::measureTableRow(p.variant, p.shape, &m, "", set.ceilings) << std::flush;
+        set.points.push_back(m);
+    }
+    std::cout << gpu::measureTableFooter(set.points, set.ceilings);
+
+    if (const std::optional<std::string> path =
+            jsonPath.empty() ? std::nullopt : std::optional<std::string>(jsonPath)) {
+        std::string err;
+        if (!gpu::saveMeasurementJson(set, *path, &err))
+            return fail("--json: " + err);
+        std::cout << "wrote " << *path << "\n";
+    }
+    return failures ? 1 : 0;
+}
+
+/// The first lines: backend, device, model and TP, then the ceilings measured (not for
+/// --self-check, which measures none).
+void printMeasureBanner(const gpu::MeasurementSet& set, std::int64_t tpSize, bool selfCheckOnly,
+                        gpu::KvDtype dtype) {
+    std::cout << "backend " << set.backend << " on " << set.device;
+    if (!set.model.empty())
+        std::cout << ", model " << set.model << " at TP=" << tpSize;
+    std::cout << "\n";
+    if (!selfCheckOnly) {
+        std::cout << gpu::formatCeilings(set.ceilings, dtype);
+        if (!set.ceilings.error.empty())
+            std::cout << "[" << set.ceilings.error << "]\n";
+        std::cout << "\n";
+    }
 }
 
 int runMeasure(const MeasureArgs& a) {
@@ -237,24 +341,8 @@ int runMeasure(const MeasureArgs& a) {
         if (h % tpSize != 0)
             return fail("--tp: " + std::to_string(tpSize) + " does not divide the " +
                         std::to_string(h) + " query heads of " + m.name);
-        if (sweep == "variants") {
-            plan = variantShapes(m, tpSize, context, batch, *dtype);
-        } else if (sweep == "context") {
-            std::vector<std::int64_t> contexts;
-            for (std::int64_t s = 1024; s < context; s *= 2)
-                contexts.push_back(s);
-            contexts.push_back(context);
-            for (std::int64_t s : contexts)
-                plan.push_back(naturalShape(m, tpSize, s, batch, *dtype));
-        } else {
-            const std::int64_t maxBatch = batchFlag.value_or(cuda ? 64 : 8);
-            std::vector<std::int64_t> batches;
-            for (std::int64_t b = 1; b < maxBatch; b *= 2)
-                batches.push_back(b);
-            batches.push_back(maxBatch);
-            for (std::int64_t b : batches)
-                plan.push_back(naturalShape(m, tpSize, context, b, *dtype));
-        }
+        const std::int64_t maxBatch = batchFlag.value_or(cuda ? 64 : 8);
+        plan = sweepShapes(m, sweep, tpSize, context, batch, maxBatch, *dtype);
     } else {
         plan = coverageShapes(backendName);
     }
@@ -267,18 +355,8 @@ int runMeasure(const MeasureArgs& a) {
     const std::string deviceName = devices.empty() ? backendName : devices.front().name;
 
     // Shapes the backend cannot take are reported, not run; none at all is invalid input.
-    std::size_t runnable = 0;
-    std::string firstReason;
-    for (Planned& p : plan) {
-        if (p.skip.empty())
-            p.skip = backend->supports(p.shape);
-        if (p.skip.empty())
-            ++runnable;
-        else if (firstReason.empty())
-            firstReason = p.variant + ": " + p.skip;
-    }
-    if (runnable == 0)
-        return fail(firstReason.empty() ? "nothing to measure" : firstReason);
+    if (const std::string none = markUnsupported(*backend, plan); !none.empty())
+        return fail(none);
 
     gpu::MeasurementSet set;
     set.backend = backendName;
@@ -290,70 +368,10 @@ int runMeasure(const MeasureArgs& a) {
             return fail("ceilings: " + set.ceilings.error);
     }
 
-    std::cout << "backend " << backendName << " on " << deviceName;
-    if (!modelName.empty())
-        std::cout << ", model " << modelName << " at TP=" << tpSize;
-    std::cout << "\n";
-    if (!selfCheckOnly) {
-        std::cout << gpu::formatCeilings(set.ceilings, *dtype);
-        if (!set.ceilings.error.empty())
-            std::cout << "[" << set.ceilings.error << "]\n";
-        std::cout << "\n";
-    }
-
-    int failures = 0;
-    if (selfCheckOnly) {
-        std::cout << pad("variant", 8, false) << "  " << pad("shape", 40, false)
-                  << pad("kernel", 26) << pad("splits", 7) << pad("max rel err", 13)
-                  << pad("bound", 9) << "  result\n";
-        for (const Planned& p : plan) {
-            if (!p.skip.empty()) {
-                std::cout << pad(p.variant, 8, false) << "  "
-                          << pad(gpu::describe(p.shape), 40, false) << "  skipped: " << p.skip
-                          << "\n";
-                continue;
-            }
-            const gpu::Measurement m = backend->selfCheck(p.shape);
-            if (!m.ok)
-                ++failures;
-            std::cout << pad(p.variant, 8, false) << "  " << pad(gpu::describe(p.shape), 40, false)
-                      << pad(m.kernel, 26) << pad(std::to_string(m.splits), 7)
-                      << pad(fmt("%.2e", m.maxRelError), 13) << pad(fmt("%.0e", m.errorBound), 9)
-                      << "  " << (m.ok ? "PASS" : "FAIL: " + m.error) << "\n";
-        }
-        std::cout << "\nself-check: " << (plan.size() - failures) << " checked, " << failures
-                  << " failed\n";
-        return failures ? 1 : 0;
-    }
-
-    std::cout << gpu::measureTableHeader();
-    for (Planned& p : plan) {
-        if (!p.skip.empty()) {
-            std::cout << gpu::measureTableRow(p.variant, p.shape, nullptr, "skipped: " + p.skip,
-                                              set.ceilings);
-            continue;
-        }
-        gpu::Measurement m = backend->measure(p.shape);
-        m.variant = p.variant;
-        if (!m.ok) {
-            ++failures;
-            std::cout << gpu::measureTableRow(p.variant, p.shape, nullptr, "FAIL: " + m.error,
-                                              set.ceilings);
-            continue;
-        }
-        std::cout << gpu::measureTableRow(p.variant, p.shape, &m, "", set.ceilings) << std::flush;
-        set.points.push_back(m);
-    }
-    std::cout << gpu::measureTableFooter(set.points, set.ceilings);
-
-    if (const std::optional<std::string> path =
-            a.json.empty() ? std::nullopt : std::optional<std::string>(a.json)) {
-        std::string err;
-        if (!gpu::saveMeasurementJson(set, *path, &err))
-            return fail("--json: " + err);
-        std::cout << "wrote " << *path << "\n";
-    }
-    return failures ? 1 : 0;
+    printMeasureBanner(set, tpSize, selfCheckOnly, *dtype);
+    if (selfCheckOnly)
+        return printSelfCheck(*backend, plan);
+    return printMeasureTable(*backend, plan, set, a.json);
 }
 
 Runner setupMeasure(CLI::App& app) {

@@ -96,37 +96,14 @@ kvscope::cli::Runner setupSweep(CLI::App& app) {
                    "Batch sizes: print the decode step at --tp for every h_kv and batch")
         ->type_name("B,B,...")
         ->delimiter(',')
-        ->check(CLI::Validator(
-            [](std::string& v) -> std::string {
-                std::size_t used = 0;
-                long long n = 0;
-                try {
-                    n = std::stoll(v, &used);
-                } catch (const std::exception&) {
-                    used = 0;
-                }
-                if (used == 0 || used != v.size() || n < 1 || n > kvscope::kMaxBatch)
-                    return "must be a comma-separated list of positive integers up to " +
-                           kvscope::withCommas(kvscope::kMaxBatch);
-                return {};
-            },
-            std::string()));
+        ->check(
+            kvscope::cli::integerIn(1, kvscope::kMaxBatch,
+                                    "must be a comma-separated list of positive integers up to " +
+                                        kvscope::withCommas(kvscope::kMaxBatch)));
     app.add_option("--max-tp", a->maxTp, "Largest TP size to sweep (default: min(heads, 64))")
         ->type_name("N")
-        ->check(CLI::Validator(
-            [](std::string& v) -> std::string {
-                std::size_t used = 0;
-                long long n = 0;
-                try {
-                    n = std::stoll(v, &used);
-                } catch (const std::exception&) {
-                    used = 0;
-                }
-                if (used == 0 || used != v.size() || n < 1 || n > kvscope::kMaxTp)
-                    return "must be between 1 and " + std::to_string(kvscope::kMaxTp);
-                return {};
-            },
-            std::string()));
+        ->check(kvscope::cli::integerIn(
+            1, kvscope::kMaxTp, "must be between 1 and " + std::to_string(kvscope::kMaxTp)));
     app.add_flag("--csv", a->csv, "Print CSV, one row per (TP, variant)");
     return [a] { return runSweep(*a); };
 }

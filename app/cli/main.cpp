@@ -23,8 +23,8 @@ int run(int argc, char** argv) {
     using namespace kvscope::cli;
     CLI::App app{"kvscope-cli: how many bytes every decode step drags across the memory bus",
                  "kvscope-cli"};
-    app.set_version_flag("--version", std::string("kvscope-cli ") + kvscope::kVersion,
-                         "Print the version and exit");
+    const std::string version = std::string("kvscope-cli ") + kvscope::kVersion;
+    app.set_version_flag("--version", version, "Print the version and exit");
     app.footer("Run `kvscope-cli COMMAND --help` for a command's options.\nExit status: 0 ok, 1 "
                "a check failed, 2 invalid input (one 'error:' line on stderr).");
     app.require_subcommand(0, 1);
@@ -36,6 +36,7 @@ int run(int argc, char** argv) {
     for (const auto& c : commands) {
         CLI::App* sub = app.add_subcommand(c.name, c.summary);
         sub->allow_extras(); // leftovers become our own one-line error, see leftoverError()
+        sub->set_version_flag("--version", version, "Print the version and exit");
         subs.emplace_back(sub, c.setup(*sub));
     }
     app.add_subcommand("help", "Print this help, or a command's (help COMMAND)")->allow_extras();

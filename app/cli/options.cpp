@@ -1,6 +1,8 @@
 #include "options.h"
 
+#include <exception>
 #include <iostream>
+#include <string>
 
 namespace kvscope::cli {
 
@@ -11,6 +13,28 @@ int fail(const std::string& message) {
             c = ' ';
     std::cerr << "error: " << line << '\n';
     return 2;
+}
+
+std::optional<long long> wholeInteger(const std::string& text) {
+    std::size_t used = 0;
+    long long n = 0;
+    try {
+        n = std::stoll(text, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (used == 0 || used != text.size())
+        return std::nullopt;
+    return n;
+}
+
+CLI::Validator integerIn(long long min, long long max, std::string rule) {
+    return CLI::Validator(
+        [min, max, rule](std::string& v) -> std::string {
+            const auto n = wholeInteger(v);
+            return n && *n >= min && *n <= max ? std::string() : rule;
+        },
+        std::string());
 }
 
 CLI::Validator fieldValidator(const Field& f) {

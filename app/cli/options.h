@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,13 @@ namespace kvscope::cli {
 
 /// Prints "error: <message>" as one line on stderr and returns 2.
 int fail(const std::string& message);
+
+/// The whole of `text` as an integer (std::stoll's reading: "8", "+8", " 8"); nullopt when
+/// anything is left over or nothing is read ("", "8x", "eight", out of range).
+std::optional<long long> wholeInteger(const std::string& text);
+
+/// Accepts an integer in [min, max]; anything else fails with `rule`.
+CLI::Validator integerIn(long long min, long long max, std::string rule);
 
 /// The schema row's check as a CLI11 validator ("--tp: must be an integer, got 'eight'").
 CLI::Validator fieldValidator(const Field& f);

@@ -1,8 +1,8 @@
 #include "core/features/schema.h"
 
+#include "core/features/schema_codecs.h"
 #include "core/model/presets.h"
 
-#include <charconv>
 #include <cmath>
 #include <iostream>
 #include <mutex>
@@ -16,134 +16,18 @@ using nlohmann::json;
 
 namespace {
 
-std::string quoted(std::string_view s) {
-    return "'" + std::string(s) + "'";
-}
+using namespace schema_detail;
 
-std::optional<std::int64_t> parseInteger(std::string_view text) {
-    std::int64_t out = 0;
-    const char* b = text.data();
-    const char* e = b + text.size();
-    auto [p, ec] = std::from_chars(b, e, out);
-    if (text.empty() || ec != std::errc() || p != e)
-        return std::nullopt;
-    return out;
-}
-
-/// Locale-independent (the GUI runs under the user's LC_NUMERIC, where strtod may want "0,85").
-std::optional<double> parseNumber(std::string_view text) {
-    double v = 0;
-    const char* b = text.data();
-    const char* e = b + text.size();
-    auto [p, ec] = std::from_chars(b, e, v, std::chars_format::general);
-    if (text.empty() || ec != std::errc() || p != e || !std::isfinite(v))
-        return std::nullopt;
-    return v;
-}
-
-/// Shortest text that reads back to the same double ("0.85", "40.5", "96.0").
-std::string numberText(double v) {
-    return json(v).dump();
-}
-
-std::string integerText(double v) {
-    return std::to_string(static_cast<long long>(v));
-}
-
-GpuSpec blankGpu() {
-    GpuSpec g;
-    g.id = "custom";
-    g.name = "custom";
-    return g;
-}
-
-// --- Row builders: each makes the check/set/get/JSON hooks of one kind of field. -----------
-
-/// An integer Deployment member in [min, max].
-Field integerRow(std::string key, std::string flag, std::int64_t Deployment::*member,
-                 std::int64_t min, std::int64_t max, std::string unit, std::string help,
-                 std::string example) {
-    Field f;
-    f.key = std::move(key);
-    f.flag = std::move(flag);
-    f.kind = FieldKind::Integer;
-    f.defaultText = std::to_string(Deployment{}.*member);
-    f.min = static_cast<double>(min);
-    f.max = static_cast<double>(max);
-    f.unit = std::move(unit);
-    f.help = std::move(help);
-    f.example = std::move(example);
-    f.jsonRule = "must be a positive integer";
-    f.set = [member](Session& s, std::string_view t, FieldNotes&) {
-        s.deployment.*member = parseInteger(t).value_or(0);
-    };
-    f.get = [member](const Session& s) -> std::optional<std::string> {
-        return std::to_string(s.deployment.*member);
-    };
-    return f;
-}
-
-/// A real Deployment member in (min, max].
-Field numberRow(std::string key, std::string flag, double Deployment::*member, double min,
-                double max, std::string unit, std::string help, std::string example) {
-    Field f;
-    f.key = std::move(key);
-    f.flag = std::move(flag);
-    f.kind = FieldKind::Number;
-    f.defaultText = numberText(Deployment{}.*member);
-    f.min = min;
-    f.max = max;
-    f.unit = std::move(unit);
-    f.help = std::move(help);
-    f.example = std::move(example);
-    f.set = [member](Session& s, std::string_view t, FieldNotes&) {
-        s.deployment.*member = parseNumber(t).value_or(0);
-    };
-    f.get = [member](const Session& s) -> std::optional<std::string> {
-        return numberText(s.deployment.*member);
-    };
-    return f;
-}
-
-/// An optional real Deployment member in (min, max]; unset is no flag, a JSON null, or "".
-Field optionalNumberRow(std::string key, std::string flag,
-                        std::optional<double> Deployment::*member, double min, double max,
-                        std::string unit, std::string help, std::string example) {
-    Field f;
-    f.key = std::move(key);
-    f.flag = std::move(flag);
-    f.kind = FieldKind::Number;
-    f.min = min;
-    f.max = max;
-    f.unit = std::move(unit);
-    f.help = std::move(help);
-    f.example = std::move(example);
-    f.set = [member](Session& s, std::string_view t, FieldNotes&) {
-        if (t.empty())
-            (s.deployment.*member).reset();
-        else
-            s.deployment.*member = parseNumber(t).value_or(0);
-    };
-    f.get = [member](const Session& s) -> std::optional<std::string> {
-        if (!(s.deployment.*member))
-            return std::nullopt;
-        return numberText(*(s.deployment.*member));
-    };
-    return f;
-}
+// --- Row builders templated on the member's type (the others are in schema_codecs.cpp). ---
 
 /// A closed set of words parsed into an enum Deployment member.
 template <class E>
 Field choiceRow(std::string key, std::string flag, E Deployment::*member,
                 Result<E> (*parse)(std::string_view), std::string (*name)(E),
                 std::vector<std::string> words, std::string help, std::string example) {
-    Field f;
-    f.key = std::move(key);
-    f.flag = std::move(flag);
-    f.kind = FieldKind::Choice;
+    Field f = baseRow(std::move(key), std::move(flag), FieldKind::Choice, std::move(help),
+                      std::move(example));
     f.defaultText = name(Deployment{}.*member);
-    f.help = std::move(help);
-    f.example = std::move(example);
     std::string list;
     for (const auto& w : words)
         list += (list.empty() ? "" : ", ") + w;
@@ -163,47 +47,19 @@ Field choiceRow(std::string key, std::string flag, E Deployment::*member,
     return f;
 }
 
-/// A model or GPU reference: a preset id or a path.
-Field referenceRow(std::string key, std::string flag, std::string Session::*member,
-                   std::string help, std::string example) {
-    Field f;
-    f.key = std::move(key);
-    f.flag = std::move(flag);
-    f.kind = FieldKind::Text;
-    f.group = FieldGroup::Selection;
-    f.defaultText = Session{}.*member;
-    f.help = std::move(help);
-    f.example = std::move(example);
-    f.jsonRule = "must be a non-empty string";
-    f.set = [member](Session& s, std::string_view t, FieldNotes&) {
-        s.*member = std::string(t);
-        if (member == &Session::gpu)
-            s.customGpu.reset(); // naming a GPU replaces the custom figures
-    };
-    f.get = [member](const Session& s) -> std::optional<std::string> {
-        if (member == &Session::gpu && s.customGpu)
-            return std::nullopt; // the custom rows carry it
-        return s.*member;
-    };
-    return f;
-}
-
 /// A custom GPU figure: `scale` converts the flag's unit to GpuSpec's (TB/s → bytes/s).
 /// `zeroIsNone`: 0 means "not known / not present" (fp8 peak, driver memory).
 template <class T>
 Field gpuRow(std::string key, std::string flag, T GpuSpec::*member, double scale, double max,
              bool zeroIsNone, std::string unit, std::string help, std::string example,
              std::string GpuSpec::*source = nullptr) {
-    Field f;
-    f.key = std::move(key);
-    f.flag = std::move(flag);
-    f.kind = std::is_integral_v<T> && scale == 1 ? FieldKind::Integer : FieldKind::Number;
+    Field f = baseRow(std::move(key), std::move(flag),
+                      std::is_integral_v<T> && scale == 1 ? FieldKind::Integer : FieldKind::Number,
+                      std::move(help), std::move(example));
     f.group = FieldGroup::CustomGpu;
     f.min = f.kind == FieldKind::Integer ? 1 : 0;
     f.max = max;
     f.unit = std::move(unit);
-    f.help = std::move(help);
-    f.example = std::move(example);
     if (zeroIsNone)
         f.words = {"0"};
     f.jsonRule =
@@ -242,132 +98,58 @@ Field gpuRow(std::string key, std::string flag, T GpuSpec::*member, double scale
     return f;
 }
 
-/// A custom GPU's text figure (its name, its link's name).
-Field gpuTextRow(std::string key, std::string flag, std::string GpuSpec::*member, std::string help,
-                 std::string example) {
-    Field f;
-    f.key = std::move(key);
-    f.flag = std::move(flag);
-    f.kind = FieldKind::Text;
-    f.group = FieldGroup::CustomGpu;
-    f.help = std::move(help);
-    f.example = std::move(example);
-    f.jsonRule = "must be a non-empty string";
-    f.set = [member](Session& s, std::string_view t, FieldNotes&) {
-        if (!s.customGpu)
-            s.customGpu = blankGpu();
-        (*s.customGpu).*member = std::string(t);
+/// h_kv: a what-if KV head count, or the words for the model's own and its latent cache.
+Field kvHeadsRow() {
+    Field f = baseRow("h_kv", "--h-kv", FieldKind::Integer,
+                      "what-if KV head count (a divisor of the query heads); latent: an MLA "
+                      "model's latent cache; default: the model's own",
+                      "8");
+    f.min = 1;
+    f.max = static_cast<double>(kMaxHeads);
+    f.unit = "heads";
+    f.words = {"latent", "mla", "auto"};
+    f.jsonRule = "must be a positive integer, \"latent\" or \"auto\"";
+    f.set = [](Session& s, std::string_view t, FieldNotes& notes) {
+        if (t == "latent" || t == "mla") {
+            notes.latentRequested = true;
+            s.deployment.kvHeads.reset();
+        } else if (t == "auto" || t.empty()) {
+            s.deployment.kvHeads.reset();
+        } else {
+            s.deployment.kvHeads = parseInteger(t).value_or(0);
+        }
     };
-    f.get = [member](const Session& s) -> std::optional<std::string> {
-        if (!s.customGpu || ((*s.customGpu).*member).empty())
+    f.get = [](const Session& s) -> std::optional<std::string> {
+        if (!s.deployment.kvHeads)
             return std::nullopt;
-        return (*s.customGpu).*member;
+        return std::to_string(*s.deployment.kvHeads);
     };
     return f;
 }
 
-/// Type-only JSON → text conversion and range checks shared by every row of a kind.
-void finish(Field& f) {
-    switch (f.kind) {
-    case FieldKind::Integer:
-        if (!f.check) {
-            const double min = f.min, max = f.max;
-            std::vector<std::string> words = f.words;
-            f.check = [min, max, words](std::string_view t) -> std::string {
-                for (const auto& w : words)
-                    if (w == t)
-                        return {};
-                auto v = parseInteger(t);
-                if (!v)
-                    return "must be an integer, got " + quoted(t);
-                if (static_cast<double>(*v) < min)
-                    return min == 1 ? "must be a positive integer, got " + std::to_string(*v)
-                                    : "must be at least " + integerText(min) + ", got " +
-                                          std::to_string(*v);
-                if (static_cast<double>(*v) > max)
-                    return "must be at most " + integerText(max) + ", got " + std::to_string(*v);
-                return {};
-            };
-        }
-        if (!f.fromJson)
-            f.fromJson = [words = f.words](const json& v) -> std::optional<std::string> {
-                if (v.is_number_integer())
-                    return std::to_string(v.get<std::int64_t>());
-                if (v.is_string())
-                    for (const auto& w : words)
-                        if (w == v.get<std::string>())
-                            return w;
-                return std::nullopt;
-            };
-        break;
-    case FieldKind::Number: {
-        auto readable = [](double v) {
-            return v == std::floor(v) ? integerText(v) : numberText(v);
-        };
-        const std::string shortRange = "(" + readable(f.min) + ", " + readable(f.max) + "]";
-        if (!f.check) {
-            const double min = f.min, max = f.max;
-            std::vector<std::string> words = f.words;
-            f.check = [min, max, words, shortRange](std::string_view t) -> std::string {
-                for (const auto& w : words)
-                    if (w == t)
-                        return {};
-                auto v = parseNumber(t);
-                if (!v)
-                    return "must be a number, got " + quoted(t);
-                if (!(*v > min && *v <= max))
-                    return "must be in " + shortRange + ", got " + numberText(*v);
-                return {};
-            };
-        }
-        const bool optional = f.defaultText.empty() && f.group == FieldGroup::Deployment;
-        if (f.jsonRule.empty())
-            f.jsonRule = "must be a number in " + shortRange + (optional ? " or null" : "");
-        if (!f.fromJson)
-            f.fromJson = [optional](const json& v) -> std::optional<std::string> {
-                if (v.is_number())
-                    return numberText(v.get<double>());
-                if (v.is_null() && optional)
-                    return std::string();
-                return std::nullopt;
-            };
-        break;
-    }
-    case FieldKind::Choice:
-    case FieldKind::Text:
-        if (!f.check)
-            f.check = [](std::string_view t) -> std::string {
-                return t.empty() ? "must not be empty" : "";
-            };
-        if (!f.fromJson)
-            f.fromJson = [](const json& v) -> std::optional<std::string> {
-                if (v.is_string() && !v.get<std::string>().empty())
-                    return v.get<std::string>();
-                return std::nullopt;
-            };
-        break;
-    }
-    if (!f.toJson) {
-        const FieldKind kind = f.kind;
-        auto get = f.get;
-        f.toJson = [kind, get](const Session& s) -> std::optional<json> {
-            auto t = get(s);
-            if (!t)
-                return std::nullopt;
-            if (kind == FieldKind::Integer) {
-                if (auto n = parseInteger(*t))
-                    return json(*n);
-                return json(*t);
-            }
-            if (kind == FieldKind::Number)
-                return json(parseNumber(*t).value_or(0));
-            return json(*t);
-        };
-    }
+/// The engine and release whose rules size the pool.
+Field engineRow() {
+    Field f = baseRow("engine", "--engine", FieldKind::Text,
+                      "the engine and release whose rules size the pool: vllm[@VER] or "
+                      "sglang[@VER]; no version: the newest modelled",
+                      "sglang@0.4.3");
+    f.defaultText = defaultEngine().text();
+    f.jsonRule = "must be a string: vllm[@VER] or sglang[@VER]";
+    f.check = [](std::string_view t) -> std::string {
+        auto e = parseEngineSpec(t);
+        return e.ok() ? std::string() : e.error().rule;
+    };
+    f.set = [](Session& s, std::string_view t, FieldNotes&) {
+        if (auto e = parseEngineSpec(t); e.ok())
+            s.deployment.engine = e.value();
+    };
+    f.get = [](const Session& s) -> std::optional<std::string> {
+        return s.deployment.engine.text();
+    };
+    return f;
 }
 
-std::vector<Field> buildSchema() {
-    std::vector<Field> rows;
+void addSelectionRows(std::vector<Field>& rows) {
     // Selection.
     rows.push_back(referenceRow("model", "--model", &Session::model,
                                 "model: a preset id (kvscope-cli models), a config.json or its "
@@ -376,7 +158,9 @@ std::vector<Field> buildSchema() {
     rows.push_back(referenceRow("gpu", "--gpu", &Session::gpu,
                                 "GPU: a preset id (kvscope-cli gpus) or a GPU JSON file", "h200"));
     rows.back().jsonRule = "must be a preset id, a path or an object of GPU figures";
+}
 
+void addDeploymentRows(std::vector<Field>& rows) {
     // Deployment (core/law/law.h). The ranges are validate()'s; the engine rules that need the
     // model (TP divides the heads, DCP needs TP > h_kv, ...) stay in validate().
     rows.push_back(integerRow("tp", "--tp", &Deployment::tp, 1, kMaxTp, "ranks",
@@ -385,36 +169,7 @@ std::vector<Field> buildSchema() {
                               "decode context parallel size (vLLM's "
                               "--decode-context-parallel-size)",
                               "2"));
-    {
-        Field f;
-        f.key = "h_kv";
-        f.flag = "--h-kv";
-        f.kind = FieldKind::Integer;
-        f.min = 1;
-        f.max = static_cast<double>(kMaxHeads);
-        f.unit = "heads";
-        f.help = "what-if KV head count (a divisor of the query heads); latent: an MLA model's "
-                 "latent cache; default: the model's own";
-        f.words = {"latent", "mla", "auto"};
-        f.example = "8";
-        f.jsonRule = "must be a positive integer, \"latent\" or \"auto\"";
-        f.set = [](Session& s, std::string_view t, FieldNotes& notes) {
-            if (t == "latent" || t == "mla") {
-                notes.latentRequested = true;
-                s.deployment.kvHeads.reset();
-            } else if (t == "auto" || t.empty()) {
-                s.deployment.kvHeads.reset();
-            } else {
-                s.deployment.kvHeads = parseInteger(t).value_or(0);
-            }
-        };
-        f.get = [](const Session& s) -> std::optional<std::string> {
-            if (!s.deployment.kvHeads)
-                return std::nullopt;
-            return std::to_string(*s.deployment.kvHeads);
-        };
-        rows.push_back(std::move(f));
-    }
+    rows.push_back(kvHeadsRow());
     rows.push_back(choiceRow<KvDtype>(
         "kv_dtype", "--kv-dtype", &Deployment::kvDtype, &parseKvDtype, &toString,
         {"auto", "bf16", "fp16", "fp8", "fp32", "fp8_ds_mla"},
@@ -449,29 +204,7 @@ std::vector<Field> buildSchema() {
                               "vLLM's profiling pass size (--max-num-batched-tokens)", "16384"));
     rows.push_back(integerRow("block_size", "--block-size", &Deployment::blockSize, 1, 256,
                               "tokens", "vLLM page size (--block-size: 1, 8, 16, ..., 256)", "64"));
-    {
-        Field f;
-        f.key = "engine";
-        f.flag = "--engine";
-        f.kind = FieldKind::Text;
-        f.defaultText = defaultEngine().text();
-        f.help = "the engine and release whose rules size the pool: vllm[@VER] or sglang[@VER]; "
-                 "no version: the newest modelled";
-        f.example = "sglang@0.4.3";
-        f.jsonRule = "must be a string: vllm[@VER] or sglang[@VER]";
-        f.check = [](std::string_view t) -> std::string {
-            auto e = parseEngineSpec(t);
-            return e.ok() ? std::string() : e.error().rule;
-        };
-        f.set = [](Session& s, std::string_view t, FieldNotes&) {
-            if (auto e = parseEngineSpec(t); e.ok())
-                s.deployment.engine = e.value();
-        };
-        f.get = [](const Session& s) -> std::optional<std::string> {
-            return s.deployment.engine.text();
-        };
-        rows.push_back(std::move(f));
-    }
+    rows.push_back(engineRow());
     rows.push_back(integerRow("pp", "--pp", &Deployment::pp, 1, kMaxTp, "stages",
                               "pipeline-parallel size: the layers split into stages, each stage "
                               "its own pool",
@@ -481,7 +214,9 @@ std::vector<Field> buildSchema() {
                                      "SGLang's --mem-fraction-static; default: SGLang's own for "
                                      "the release and TP",
                                      "0.85"));
+}
 
+void addCustomGpuRows(std::vector<Field>& rows) {
     // A custom GPU's figures (the keys of a GPU JSON file, see core/model/gpu.h).
     rows.push_back(
         gpuTextRow("name", "--gpu-name", &GpuSpec::name, "custom GPU: display name", "Lab card"));
@@ -506,6 +241,13 @@ std::vector<Field> buildSchema() {
                           "900", &GpuSpec::interconnectSource));
     rows.push_back(gpuTextRow("interconnect", "--gpu-interconnect", &GpuSpec::interconnect,
                               "custom GPU: the link's name", "NVLink 4"));
+}
+
+std::vector<Field> buildSchema() {
+    std::vector<Field> rows;
+    addSelectionRows(rows);
+    addDeploymentRows(rows);
+    addCustomGpuRows(rows);
     for (auto& f : rows)
         finish(f);
     return rows;

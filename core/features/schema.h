@@ -35,8 +35,7 @@ enum class FieldGroup {
 
 /// What reading a field noticed besides its value.
 struct FieldNotes {
-    bool latentRequested = false;          ///< h_kv was "latent"/"mla": the caller checks MLA
-    std::vector<std::string> deprecations; ///< one line for each old spelling met
+    bool latentRequested = false; ///< h_kv was "latent"/"mla": the caller checks MLA
 };
 
 /// One row of the schema.

@@ -182,7 +182,11 @@ std::string variantLabel(const ModelSpec& m, std::int64_t kvHeads) {
     return "GQA-" + str(kvHeads);
 }
 
-Status validate(const ModelSpec& m, const GpuSpec& gpu, const Deployment& d) {
+namespace {
+
+/// tp, dcp, pp, the static memory fraction and the KV heads: the parallel layout the engines
+/// accept (the rules in the order vLLM and SGLang check them).
+Status validateLayout(const ModelSpec& m, const Deployment& d) {
     const std::int64_t h = m.qHeads.value;
     if (d.tp < 1)
         return makeError("tp", "must be a positive integer, got " + str(d.tp));
@@ -233,6 +237,12 @@ Status validate(const ModelSpec& m, const GpuSpec& gpu, const Deployment& d) {
                                         "heads (" +
                                         str(hkv) + ")");
     }
+    return Ok{};
+}
+
+/// The cache dtype against the layout, then the sizes: context, batch, util, block, pool.
+Status validateSizes(const ModelSpec& m, const Deployment& d) {
+    const bool latent = latentMode(m, d);
     if (!kvDtypeInfo(d.kvDtype).mlaLatent && latent)
         return makeError("kv-dtype", toString(d.kvDtype) +
                                          " is a per-head K/V layout; vLLM's MLA latent cache "
@@ -260,6 +270,16 @@ Status validate(const ModelSpec& m, const GpuSpec& gpu, const Deployment& d) {
                          "must be a positive integer up to " + withCommas(kMaxContext));
     if (d.poolGiB && !(*d.poolGiB > 0.0 && *d.poolGiB <= 1e6))
         return makeError("pool-gib", "must be a positive number of GiB (at most 1e6)");
+    return Ok{};
+}
+
+} // namespace
+
+Status validate(const ModelSpec& m, const GpuSpec& gpu, const Deployment& d) {
+    if (auto s = validateLayout(m, d); !s.ok())
+        return s;
+    if (auto s = validateSizes(m, d); !s.ok())
+        return s;
     if (auto s = validateGpu(gpu); !s.ok())
         return Error{"gpu." + s.error().field, s.error().rule};
     return Ok{};
@@ -329,29 +349,26 @@ double capacityCrossover(std::int64_t gqaCellBytesPerToken, std::int64_t mlaCell
     return static_cast<double>(gqaCellBytesPerToken) / static_cast<double>(mlaCellBytesPerToken);
 }
 
-Result<Report> evaluate(const ModelSpec& m, const GpuSpec& gpu, const Deployment& d) {
-    if (auto s = validate(m, gpu, d); !s.ok())
-        return s.error();
-    const std::vector<GroupCost> costs = groupCosts(m, d, resolveKvDtype(m, d.kvDtype));
-    // Absurd sizes: one request's bytes must stay far inside 64-bit arithmetic.
-    {
-        double perToken = 0, fixedBytes = 0;
-        for (const GroupCost& c : costs) {
-            perToken += static_cast<double>(c.n) *
-                        static_cast<double>(c.tokenBytes + c.tokenBytesRank + c.auxTokenBytes);
-            fixedBytes += static_cast<double>(c.n) * static_cast<double>(c.fixedBytes);
-        }
-        if ((perToken * static_cast<double>(d.context) + fixedBytes) *
-                static_cast<double>(d.batch) >
-            1e18)
-            return makeError("context", "one decode step would read over 10^18 bytes of KV "
-                                        "cache; the sizes are absurd");
-    }
-    Report r;
-    const bool latent = latentMode(m, d);
-    const std::int64_t hkv = effectiveKvHeads(m, d);
-    const KvDtype kv = resolveKvDtype(m, d.kvDtype);
+namespace {
 
+/// Absurd sizes: one request's bytes must stay far inside 64-bit arithmetic.
+Status checkMagnitude(const std::vector<GroupCost>& costs, const Deployment& d) {
+    double perToken = 0, fixedBytes = 0;
+    for (const GroupCost& c : costs) {
+        perToken += static_cast<double>(c.n) *
+                    static_cast<double>(c.tokenBytes + c.tokenBytesRank + c.auxTokenBytes);
+        fixedBytes += static_cast<double>(c.n) * static_cast<double>(c.fixedBytes);
+    }
+    if ((perToken * static_cast<double>(d.context) + fixedBytes) * static_cast<double>(d.batch) >
+        1e18)
+        return makeError("context", "one decode step would read over 10^18 bytes of KV "
+                                    "cache; the sizes are absurd");
+    return Ok{};
+}
+
+/// The attention shape and how TP splits it (§3).
+void describeLayout(Report& r, const ModelSpec& m, const Deployment& d, bool latent,
+                    std::int64_t hkv, KvDtype kv) {
     r.attention = latent ? AttentionKind::MLA : classifyHeads(m.qHeads.value, hkv);
     r.variant = latent ? "MLA latent" : variantLabel(m, hkv);
     r.layers = m.layers.value;
@@ -376,7 +393,10 @@ Result<Report> evaluate(const ModelSpec& m, const GpuSpec& gpu, const Deployment
     r.groupSize = static_cast<double>(m.qHeads.value) / static_cast<double>(hkv);
     r.groupSizePerRank =
         static_cast<double>(r.qHeadsPerRank) / static_cast<double>(r.kvHeadsPerRank);
+}
 
+/// The cell (§2), the fixed state and one request's bytes.
+void sizeCell(Report& r, const std::vector<GroupCost>& costs, const Deployment& d) {
     // --- §2 cell: layers that store per-token KV (full, sliding, chunked, mla, compressed) ---
     std::int64_t perTokenLayers = 0, largestPerLayerRank = 0;
     for (const GroupCost& c : costs) {
@@ -396,7 +416,10 @@ Result<Report> evaluate(const ModelSpec& m, const GpuSpec& gpu, const Deployment
     r.contextPerRank = ceilDiv(d.context, d.dcp);
     r.requestBytesPerRank = requestBytesAt(costs, r.contextPerRank, true);
     r.requestBytes = requestBytesAt(costs, d.context, false);
+}
 
+void sizeWeights(Report& r, const ModelSpec& m, const Deployment& d, bool latent,
+                 std::int64_t hkv) {
     // --- weights (§6) -----------------------------------------------------------------------
     r.params = countParams(m);
     r.kvProjParamsPerLayer = kvProjParamsPerLayer(m, latent ? 0 : hkv);
@@ -411,7 +434,11 @@ Result<Report> evaluate(const ModelSpec& m, const GpuSpec& gpu, const Deployment
     // rank holds once loaded (replicated tensors, the rotary cache).
     r.weightBytesPerRank =
         d.poolModel == PoolModel::Datasheet ? ceilDiv(loaded.bytes, d.tp) : loaded.bytesPerRank;
+}
 
+/// The pool (§4), capacity, concurrency, vLLM's pages and whether one request fits.
+void sizePool(Report& r, const ModelSpec& m, const GpuSpec& gpu, const Deployment& d,
+              const std::vector<GroupCost>& costs, bool latent) {
     // --- §4 pool, capacity, concurrency ---------------------------------------------------
     r.pool = computePool(m, gpu, d, r.weightBytesPerRank);
     const std::int64_t pool = std::max<std::int64_t>(0, r.pool.poolBytes);
@@ -455,17 +482,21 @@ Result<Report> evaluate(const ModelSpec& m, const GpuSpec& gpu, const Deployment
                         " per rank, more than the " + humanBytes(static_cast<double>(pool)) +
                         " pool";
     }
+}
 
+void placeOnRoofline(Report& r, const ModelSpec& m, const GpuSpec& gpu, const Deployment& d,
+                     KvDtype kv) {
     // --- §5 roofline --------------------------------------------------------------------------
     r.intensityFlopPerByte = decodeIntensity(m, d);
     const double peak = kv == KvDtype::FP32 ? gpu.peakFp32FlopPerS : gpu.peakBf16FlopPerS;
     r.ridgeFlopPerByte = peak / gpu.bandwidthBytesPerS;
     r.attainableFlopPerS = std::min(peak, r.intensityFlopPerByte * gpu.bandwidthBytesPerS);
     r.attainableFractionOfPeak = r.attainableFlopPerS / peak;
+}
 
-    // --- one decode step: weights, KV and activations read, FLOPs, TP all-reduces ---------
-    r.step = computeDecodeStep(m, gpu, d, r);
-
+/// What the numbers do not say by themselves: replication, limits the engines enforce.
+void addWarnings(Report& r, const ModelSpec& m, const GpuSpec& gpu, const Deployment& d,
+                 bool latent, std::int64_t hkv) {
     // --- warnings -------------------------------------------------------------------------
     r.warnings = m.warnings;
     if (r.kvReplicated && !latent)
@@ -513,6 +544,30 @@ Result<Report> evaluate(const ModelSpec& m, const GpuSpec& gpu, const Deployment
                                         "all-reduces are not counted in its time");
     if (!r.fits)
         r.warnings.push_back(r.noFitReason);
+}
+
+} // namespace
+
+Result<Report> evaluate(const ModelSpec& m, const GpuSpec& gpu, const Deployment& d) {
+    if (auto s = validate(m, gpu, d); !s.ok())
+        return s.error();
+    const std::vector<GroupCost> costs = groupCosts(m, d, resolveKvDtype(m, d.kvDtype));
+    if (auto s = checkMagnitude(costs, d); !s.ok())
+        return s.error();
+    Report r;
+    const bool latent = latentMode(m, d);
+    const std::int64_t hkv = effectiveKvHeads(m, d);
+    const KvDtype kv = resolveKvDtype(m, d.kvDtype);
+
+    describeLayout(r, m, d, latent, hkv, kv);
+    sizeCell(r, costs, d);
+    sizeWeights(r, m, d, latent, hkv);
+    sizePool(r, m, gpu, d, costs, latent);
+    placeOnRoofline(r, m, gpu, d, kv);
+    // --- one decode step: weights, KV and activations read, FLOPs, TP all-reduces ---------
+    r.step = computeDecodeStep(m, gpu, d, r);
+
+    addWarnings(r, m, gpu, d, latent, hkv);
     return r;
 }
 

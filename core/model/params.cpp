@@ -267,8 +267,6 @@ ParamCount countParams(const ModelSpec& m, std::int64_t kvHeads) {
             p.vision += n;
             break;
         }
-        if (t.kvPart && t.linear)
-            p.kvProjection += n;
     }
     p.vision += m.weights.visionParams;
     // MTP layers (DeepSeek-V3 eh_proj + enorm/hnorm + one decoder layer; Qwen3.5 likewise):

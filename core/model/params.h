@@ -14,14 +14,13 @@
 namespace kvscope {
 
 struct ParamCount {
-    std::int64_t embedding = 0;    ///< vocab × d
-    std::int64_t lmHead = 0;       ///< 0 when tied
-    std::int64_t attention = 0;    ///< all layers: Q, K, V (or MLA's projections), O, biases
-    std::int64_t kvProjection = 0; ///< all layers: the K and V projections alone (GQA family)
-    std::int64_t mixer = 0;        ///< Mamba-2, Gated DeltaNet and indexer projections
-    std::int64_t mlp = 0;          ///< all layers: dense MLPs + experts + shared experts
-    std::int64_t experts = 0;      ///< of mlp: the routed experts alone
-    std::int64_t router = 0;       ///< MoE gates
+    std::int64_t embedding = 0; ///< vocab × d
+    std::int64_t lmHead = 0;    ///< 0 when tied
+    std::int64_t attention = 0; ///< all layers: Q, K, V (or MLA's projections), O, biases
+    std::int64_t mixer = 0;     ///< Mamba-2, Gated DeltaNet and indexer projections
+    std::int64_t mlp = 0;       ///< all layers: dense MLPs + experts + shared experts
+    std::int64_t experts = 0;   ///< of mlp: the routed experts alone
+    std::int64_t router = 0;    ///< MoE gates
     std::int64_t norms = 0;
     std::int64_t vision = 0; ///< vision tower + projector (not in total())
     std::int64_t mtp = 0;    ///< multi-token-prediction layers (not in total(), not served)

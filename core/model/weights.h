@@ -21,7 +21,7 @@ struct LoadedWeights {
     /// Whole-model bytes as loaded, by role (before the index's total_size, if any, replaces
     /// `bytes`): attention + dense MLP + shared and routed experts (ParamCount::attention +
     /// ParamCount::mlp), the routed experts alone (ParamCount::experts), and the K/V
-    /// projections (ParamCount::kvProjection).
+    /// projections (the linear tensors marked kvPart).
     std::int64_t attentionMlpBytes = 0;
     std::int64_t expertBytes = 0;
     std::int64_t kvProjectionBytes = 0;

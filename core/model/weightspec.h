@@ -46,7 +46,6 @@ struct WeightSpec {
     std::int64_t sharedExpertWidth = 0; ///< total width of the shared expert(s); 0 = none
     std::string sharedExpertSource;
     bool attnOutputGate = false; ///< Qwen3.5: q_proj also emits a per-head output gate
-    bool qkNorm = false;         ///< per-head RMSNorm on q and k (Qwen3, Gemma-3)
 
     // Mamba-2 (Nemotron-H)
     std::int64_t mambaHeads = 0, mambaHeadDim = 0, mambaGroups = 1, mambaState = 0, mambaConv = 4;

@@ -1,0 +1,63 @@
+// What the Qt tests share: where the fixtures are, and loaders that stop the test at once when
+// a bundled preset or a real fixture does not load (the assertions after them then read the
+// values without ok() checks). Core-only: a test linking just kvscope_core can include it.
+//
+// The build defines (tests/CMakeLists.txt, kvscope_add_qtest):
+//   KVSCOPE_FIXTURES_ROOT      ../shared/fixtures, or tests/fixtures in a checkout without it
+//   KVSCOPE_FIXTURES_DIR       its configs/ folder;  KVSCOPE_FIXTURES_2026_DIR  its configs-2026/
+//   KVSCOPE_SOURCE_DIR         the repository (tests/data holds the logs and their configs)
+#pragma once
+
+#include "core/law/law.h"
+#include "core/model/presets.h"
+
+#include <QString>
+#include <QtGlobal>
+#include <string>
+#include <vector>
+
+namespace kvscope::test {
+
+/// A fixture under the fixtures root: "configs-2026/x.json", "configs-logged/x.json",
+/// "configs/x.json".
+inline std::string fixture(const QString& rel) {
+    return (QStringLiteral(KVSCOPE_FIXTURES_ROOT "/") + rel).toStdString();
+}
+
+/// tests/data: the engine logs, their logged configs, stories.
+inline QString testDataDir() {
+    return QStringLiteral(KVSCOPE_SOURCE_DIR "/tests/data");
+}
+
+/// The folders an engine log's model config is looked up in: the configs the logs were
+/// recorded with, then the 2026 configs kept in the repository.
+inline std::vector<std::string> logConfigDirs() {
+    return {(testDataDir() + QStringLiteral("/configs-logged")).toStdString(),
+            KVSCOPE_SOURCE_DIR "/tests/fixtures/configs-2026"};
+}
+
+/// A bundled model preset (or any reference loadModel takes); fatal when it does not load.
+inline ModelSpec model(const char* id) {
+    auto m = loadModel(id);
+    if (!m.ok())
+        qFatal("preset %s: %s", id, m.error().message().c_str());
+    return m.value();
+}
+
+/// A bundled GPU preset; fatal when it does not load.
+inline GpuSpec gpu(const char* id) {
+    auto g = loadGpu(id);
+    if (!g.ok())
+        qFatal("gpu %s: %s", id, g.error().message().c_str());
+    return g.value();
+}
+
+/// evaluate() on a deployment the test knows is valid; fatal otherwise.
+inline Report eval(const ModelSpec& m, const GpuSpec& g, const Deployment& d) {
+    auto r = evaluate(m, g, d);
+    if (!r.ok())
+        qFatal("evaluate: %s", r.error().message().c_str());
+    return r.value();
+}
+
+} // namespace kvscope::test
