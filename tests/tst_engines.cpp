@@ -317,11 +317,10 @@ private Q_SLOTS:
         row("qwen3-30b-a3b moe", "qwen-qwen3-30b-a3b--h100-80gb--tp1pp1dp1--8192.log", "", 0.02);
         row("gemma-2-2b hybrid (sliding 4096 / full)",
             "google-gemma-2-2b-it--h100-80gb--tp1pp1dp1--8192.log", "", 0.02, 0.1);
-        // gemma-3-27b: 3%, its pool being small (20 GiB): the 0.35 GiB of rotary caches
-        // core/model/weights.cpp does not count yet (local 131,072 × 128 and the linear-scaled
-        // global one) come out of it; with them counted the row is within 1%.
+        // gemma-3-27b: its pool is small (20 GiB), so the 0.14 GiB the profile run keeps for
+        // its dummy image batch (not modelled, docs/engines.md) shows as +1.2%.
         row("gemma-3-27b hybrid (5 sliding : 1 full, vision tower)",
-            "google-gemma-3-27b-it--h100-80gb--tp1pp1dp1--8192.log", "", 0.03);
+            "google-gemma-3-27b-it--h100-80gb--tp1pp1dp1--8192.log", "", 0.02);
         row("gpt-oss-20b hybrid, mxfp4 experts, tp2",
             "openai-gpt-oss-20b--h100-80gb--tp2pp1dp1--8192.log", "", 0.02, 0.3, 0.03);
         row("llama-4-scout chunked local attention, tp4",
