@@ -31,18 +31,20 @@ std::vector<std::int64_t> batchGrid(std::int64_t current) {
     return out;
 }
 
-std::string stateKey(const AppState& s) {
+// What the rows depend on: the model, the GPU and the deployment but for the batch (the grid
+// holds it), the h_kv (every layout is swept) and the pool (the step reads no pool). A util,
+// pool, batch or h_kv step then leaves the rows as they are.
+std::string rowsKey(const AppState& s) {
     const Deployment& d = s.deployment;
     const GpuSpec& g = s.gpu;
-    std::string k = s.modelRef + '|' + s.model.name + '|' + g.id + '|' + g.name;
-    for (double v :
-         {g.bandwidthBytesPerS, g.peakBf16FlopPerS, g.peakFp8FlopPerS, g.peakFp32FlopPerS,
-          g.interconnectBytesPerS, d.gpuMemUtil, d.poolGiB.value_or(-1.0)})
+    std::string k =
+        s.modelRef + '|' + s.model.name + '|' + g.id + '|' + g.name + '|' + d.engine.text();
+    for (double v : {g.bandwidthBytesPerS, g.peakBf16FlopPerS, g.peakFp8FlopPerS,
+                     g.peakFp32FlopPerS, g.interconnectBytesPerS})
         k += '|' + std::to_string(v);
     for (std::int64_t v :
-         {d.tp, d.dcp, d.kvHeads.value_or(-1), d.context, d.batch, d.maxNumBatchedTokens,
-          d.blockSize, static_cast<std::int64_t>(d.kvDtype),
-          static_cast<std::int64_t>(d.weightDtype), static_cast<std::int64_t>(d.poolModel)})
+         {g.memoryBytes, d.tp, d.dcp, d.pp, d.context, static_cast<std::int64_t>(d.kvDtype),
+          static_cast<std::int64_t>(d.weightDtype)})
         k += '|' + std::to_string(v);
     return k;
 }
@@ -63,21 +65,32 @@ StepPlot::StepPlot(QWidget* parent) : PlotWidget(parent) {
 }
 
 void StepPlot::setState(const AppState& s, const Report& current) {
-    const std::string key = stateKey(s);
-    if (key == key_)
+    const std::string rows = rowsKey(s);
+    const std::vector<std::int64_t> grid = batchGrid(s.deployment.batch);
+    const std::int64_t kv =
+        current.attention == AttentionKind::MLA && s.model.mla && !s.deployment.kvHeads
+            ? 0
+            : current.kvHeads;
+    const bool rowsMoved = rows != rowsKey_ || grid != grid_;
+    const bool variantMoved = rows != rowsKey_ || kv != currentKv_;
+    if (!rowsMoved && !variantMoved && s.deployment.batch == currentBatch_ &&
+        current.maxConcurrency == maxConcurrency_)
         return;
-    key_ = key;
     currentBatch_ = s.deployment.batch;
-    currentKv_ = current.attention == AttentionKind::MLA && s.model.mla && !s.deployment.kvHeads
-                     ? 0
-                     : current.kvHeads;
+    currentKv_ = kv;
     maxConcurrency_ = current.maxConcurrency;
-    modelHidden_ = s.model.hidden.value;
-    modelLayers_ = s.model.layers.value;
-    collectMeasured();
-    Deployment base = s.deployment;
-    rows_ = stepSweep(s.model, s.gpu, base, batchGrid(s.deployment.batch));
-    tenPercent_ = batchAtKvFraction(s.model, s.gpu, s.deployment, 0.10);
+    if (rowsMoved || modelHidden_ != s.model.hidden.value || modelLayers_ != s.model.layers.value) {
+        modelHidden_ = s.model.hidden.value;
+        modelLayers_ = s.model.layers.value;
+        collectMeasured();
+    }
+    if (rowsMoved)
+        rows_ = stepSweep(s.model, s.gpu, s.deployment, grid);
+    // The 10% batch is the current variant's: it follows h_kv, not the batch or the pool.
+    if (variantMoved)
+        tenPercent_ = batchAtKvFraction(s.model, s.gpu, s.deployment, 0.10);
+    rowsKey_ = rows;
+    grid_ = grid;
     rebuild();
     requestReplot();
 }
