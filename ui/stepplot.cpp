@@ -145,6 +145,7 @@ double StepPlot::valueOf(const DecodeStep& s) const {
 void StepPlot::rebuild() {
     clearGraphs();
     clearItems();
+    floating_.clear();
     clearPlottables();
     styleAxes();
     const bool dk = dark();
@@ -171,6 +172,11 @@ void StepPlot::rebuild() {
         return out;
     }();
 
+    // Labels that move to wherever they cover no point, no line and no other label
+    // (placeFloating), in order of importance: the current point's, the 10% batch's, the pool's.
+    QCPItemText *poolLabel = nullptr, *tenLabel = nullptr, *currentLabel = nullptr;
+    std::vector<Spot> poolSpots, tenSpots, currentSpots;
+
     // Batches the pool cannot hold for the current variant.
     auto shadePastPool = [&](double yLo, double yHi) {
         if (maxConcurrency_ < 1 || static_cast<double>(maxConcurrency_) >= maxBatch)
@@ -185,10 +191,16 @@ void StepPlot::rebuild() {
         r->setPen(Qt::NoPen);
         r->setBrush(shade);
         r->setLayer(QStringLiteral("grid"));
-        addLabel(xAxis->range().upper / 1.05, mode_ == Mode::Bytes ? yHi * 0.97 : yHi / 1.3,
-                 tr("past the pool\n(%1 requests)").arg(maxConcurrency_),
-                 Qt::AlignRight | Qt::AlignTop, warningColor(dk), 0.9, true)
-            ->setTextAlignment(Qt::AlignRight);
+        const double xr = xAxis->range().upper / 1.05;
+        const double top = mode_ == Mode::Bytes ? yHi * 0.97 : yHi / 1.3;
+        const double bottom = mode_ == Mode::Bytes ? yHi * 0.03 : yLo * 1.3;
+        poolLabel = addLabel(xr, top, tr("past the pool\n(%1 requests)").arg(maxConcurrency_),
+                             Qt::AlignRight | Qt::AlignTop, warningColor(dk), 0.9, true);
+        poolLabel->setTextAlignment(Qt::AlignRight);
+        poolSpots = {{xr, top, Qt::AlignRight | Qt::AlignTop},
+                     {xr, bottom, Qt::AlignRight | Qt::AlignBottom},
+                     {xr, (mode_ == Mode::Bytes ? (top + bottom) / 2 : std::sqrt(top * bottom)),
+                      Qt::AlignRight | Qt::AlignVCenter}};
     };
 
     if (mode_ == Mode::Bytes) {
@@ -305,11 +317,27 @@ void StepPlot::rebuild() {
             line->point1->setCoords(x, 1);
             line->point2->setCoords(x, 2);
             line->setPen(QPen(textColor(), 1.5, Qt::DashLine));
-            auto* t = addLabel(
-                x * 1.05, yAxis->range().upper / 1.1,
+            const double top = yAxis->range().upper / 1.1, bottom = yAxis->range().lower * 1.1;
+            const double mid = std::sqrt(top * bottom);
+            const double upperQ = std::sqrt(top * mid), lowerQ = std::sqrt(bottom * mid);
+            const double xl = xAxis->range().lower * 1.05, xr = xAxis->range().upper / 1.05;
+            tenLabel = addLabel(
+                x * 1.05, top,
                 tr("KV = 10% at B = %1:\nhalving KV buys ≤ 5%").arg(q(withCommas(*tenPercent_))),
                 Qt::AlignLeft | Qt::AlignTop, textColor(), 0.85, true);
-            t->setBrush(QBrush(palette().color(QPalette::Base)));
+            tenLabel->setBrush(QBrush(palette().color(QPalette::Base)));
+            tenSpots = {{x * 1.05, top, Qt::AlignLeft | Qt::AlignTop},
+                        {x / 1.05, top, Qt::AlignRight | Qt::AlignTop},
+                        {x * 1.05, bottom, Qt::AlignLeft | Qt::AlignBottom},
+                        {x / 1.05, bottom, Qt::AlignRight | Qt::AlignBottom},
+                        {x * 1.05, mid, Qt::AlignLeft | Qt::AlignVCenter},
+                        {x / 1.05, mid, Qt::AlignRight | Qt::AlignVCenter},
+                        {x * 1.05, upperQ, Qt::AlignLeft | Qt::AlignVCenter},
+                        {x / 1.05, upperQ, Qt::AlignRight | Qt::AlignVCenter},
+                        {x * 1.05, lowerQ, Qt::AlignLeft | Qt::AlignVCenter},
+                        {x / 1.05, lowerQ, Qt::AlignRight | Qt::AlignVCenter},
+                        {xl, top, Qt::AlignLeft | Qt::AlignTop},
+                        {xr, bottom, Qt::AlignRight | Qt::AlignBottom}};
         }
     }
 
@@ -339,13 +367,26 @@ void StepPlot::rebuild() {
                            q(fixed(r->step->tokensPerSPerGpu, 1)), q(toString(r->step->bound)),
                            q(fixed(100.0 * r->step->kvFraction, 1)));
         const bool right = static_cast<double>(r->batch) > std::sqrt(maxBatch);
-        auto* t =
-            addLabel(static_cast<double>(r->batch) * (right ? 0.85 : 1.18),
-                     mode_ == Mode::Bytes ? y : y * 1.25, text,
-                     (right ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignBottom, acc, 0.9, true);
-        t->setTextAlignment(right ? Qt::AlignRight : Qt::AlignLeft);
-        t->setBrush(QBrush(palette().color(QPalette::Base)));
+        const double b = static_cast<double>(r->batch);
+        const double span = yAxis->range().upper - yAxis->range().lower;
+        const bool bytes = mode_ == Mode::Bytes;
+        const double up = bytes ? y + span * 0.04 : y * 1.25;
+        const double down = bytes ? y - span * 0.04 : y / 1.25;
+        const double top = bytes ? yAxis->range().upper - span * 0.02 : yAxis->range().upper / 1.1;
+        const Qt::Alignment near = right ? Qt::AlignRight : Qt::AlignLeft;
+        const Qt::Alignment far = right ? Qt::AlignLeft : Qt::AlignRight;
+        const double xNear = b * (right ? 0.85 : 1.18), xFar = b * (right ? 1.18 : 0.85);
+        currentLabel = addLabel(xNear, up, text, near | Qt::AlignBottom, acc, 0.9, true);
+        currentLabel->setTextAlignment(right ? Qt::AlignRight : Qt::AlignLeft);
+        currentLabel->setBrush(QBrush(palette().color(QPalette::Base)));
+        currentSpots = {{xNear, up, near | Qt::AlignBottom}, {xNear, down, near | Qt::AlignTop},
+                        {xFar, up, far | Qt::AlignBottom},   {xFar, down, far | Qt::AlignTop},
+                        {xNear, top, near | Qt::AlignTop},   {xFar, top, far | Qt::AlignTop},
+                        {xNear, y, near | Qt::AlignVCenter}, {xFar, y, far | Qt::AlignVCenter}};
     }
+    addFloating(currentLabel, currentSpots);
+    addFloating(tenLabel, tenSpots);
+    addFloating(poolLabel, poolSpots);
 }
 
 void StepPlot::mouseMoveEvent(QMouseEvent* e) {
