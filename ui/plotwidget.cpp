@@ -126,8 +126,9 @@ void PlotWidget::placeFloating() {
             // Labels keep a few pixels apart: two boxes that touch read as one.
             for (const QRectF& l : taken)
                 cost += r.adjusted(-4, -4, 4, 4).intersects(l) ? 3 : 0;
+            // Crossing a line is the mildest fault: better than touching a label.
             for (double x : lines)
-                cost += x > r.left() + 1 && x < r.right() - 1 ? 3 : 0;
+                cost += x > r.left() + 1 && x < r.right() - 1 ? 1 : 0;
             if (bestCost < 0 || cost < bestCost) {
                 bestCost = cost;
                 best = &s;
