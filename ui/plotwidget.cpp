@@ -35,6 +35,10 @@ PlotWidget::PlotWidget(QWidget* parent) : QCustomPlot(parent) {
 }
 
 QRectF PlotWidget::itemRect(const QCPItemText* t) {
+    // Each anchor lays the text out again: an upright label needs two corners, not four
+    // (placeFloating asks for every label's box at every spot of every floating label).
+    if (t->rotation() == 0)
+        return QRectF(t->topLeft->pixelPosition(), t->bottomRight->pixelPosition()).normalized();
     const QPointF c[4] = {t->topLeft->pixelPosition(), t->topRight->pixelPosition(),
                           t->bottomLeft->pixelPosition(), t->bottomRight->pixelPosition()};
     double x0 = c[0].x(), x1 = x0, y0 = c[0].y(), y1 = y0;
