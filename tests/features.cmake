@@ -1,5 +1,5 @@
 # The features' headless half: stories, compare, the planner, engine logs and sessions.
-foreach(_t tst_story tst_compare tst_plan tst_explain_log tst_session tst_engines)
+foreach(_t tst_story tst_compare tst_plan tst_explain_log tst_session tst_engines tst_explore)
     if(NOT EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/${_t}.cpp)
         continue()
     endif()

@@ -152,57 +152,6 @@ private Q_SLOTS:
         QCOMPARE(q(variantWithGroup("MQA", 32, 1)), QStringLiteral("MQA"));
     }
 
-    // Past the ranks that fit legibly, identical ranks collapse into a brace with a count, and
-    // hovering it still tells the exact bytes each of them holds.
-    void stripsCollapseIdenticalRanks_data() {
-        QTest::addColumn<QString>("model");
-        QTest::addColumn<int>("kvHeads"); // 0: the model's own
-        QTest::addColumn<QString>("kind");
-        QTest::addColumn<QString>("holds");
-        QTest::newRow("deepseek-v3 mla tp128") << "deepseek-v3" << 0 << "identical ranks"
-                                               << "each holds the whole latent";
-        QTest::newRow("llama-3.1-405b mqa tp128") << "llama-3.1-405b" << 1 << "identical ranks"
-                                                  << "each holds KV head 0";
-        QTest::newRow("llama-3.1-405b gqa8 tp128") << "llama-3.1-405b" << 0 << "more ranks"
-                                                   << "each copied on 16 GPUs";
-    }
-    void stripsCollapseIdenticalRanks() {
-        QFETCH(QString, model);
-        QFETCH(int, kvHeads);
-        QFETCH(QString, kind);
-        QFETCH(QString, holds);
-        MainWindow w(MainWindow::Options{false, false});
-        w.resize(1920, 1080);
-        w.show();
-        QVERIFY(w.loadModelRef(model));
-        AppState s = w.state();
-        if (kvHeads > 0)
-            s.deployment.kvHeads = kvHeads;
-        s.deployment.tp = 128;
-        QString err;
-        QVERIFY2(w.applyState(s, &err), qPrintable(err));
-        w.renderNow();
-        KvStripsView* strips = w.stripsView();
-        const int drawn = 128 - strips->collapsedText().section(QLatin1Char(' '), 1, 1).toInt();
-        QVERIFY2(drawn >= 4 && drawn <= 8, qPrintable(strips->collapsedText()));
-        QVERIFY(strips->legibleRanks(strips->width()) <= 16);
-        QCOMPARE(strips->collapsedText(), QStringLiteral("× %1 %2").arg(128 - drawn).arg(kind));
-        // The brace's tooltip: what each collapsed GPU holds, to the byte.
-        QString tip;
-        for (int x = strips->width() - 40; x > 0 && tip.isEmpty(); x -= 10) {
-            const QString t = strips->toolTipAt(QPointF(x, strips->height() * 0.6));
-            if (t.contains(QStringLiteral("GPU %1 … 127").arg(drawn)))
-                tip = t;
-        }
-        QVERIFY2(tip.contains(holds), qPrintable(tip));
-        QVERIFY2(tip.contains(q(withCommas(w.report().step.kvBytes))), qPrintable(tip));
-        // At TP 8 every rank is drawn.
-        s.deployment.tp = 8;
-        QVERIFY(w.applyState(s));
-        w.renderNow();
-        QVERIFY(strips->collapsedText().isEmpty());
-    }
-
     // No label of the roofline, capacity or intensity plot covers a plotted point, at the
     // states a talk projects.
     void plotLabelsLeavePointsVisible_data() {

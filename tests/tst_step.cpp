@@ -6,6 +6,7 @@
 #include "core/law/law.h"
 #include "core/law/step.h"
 #include "core/model/presets.h"
+#include "core/model/weights.h"
 #include "testutils.h"
 
 #include <QtTest/QtTest>
@@ -75,6 +76,9 @@ private Q_SLOTS:
     void unknownInterconnectWarns();
     void jsonCarriesTheStep();
     void stepTableRows();
+    void sweepIsEvaluatePerBatch_data();
+    void sweepIsEvaluatePerBatch();
+    void weightsFollowASpecChangedAfterUse();
 };
 
 // Llama-3-70B (L 80, d 8192, h 64, h_kv 8, d_h 128, I 28672, V 128256, untied, bf16).
@@ -425,6 +429,86 @@ void TestStep::stepTableRows() {
     // The MLA latent leads the table of an MLA model.
     const auto ds = stepSweep(model("deepseek-v3"), gpu("h200"), base, {1});
     QCOMPARE(ds.front().variant, std::string("MLA latent"));
+}
+
+// stepSweep and batchAtKvFraction evaluate a layout once and derive each batch's step: the rows
+// are evaluate's own at every batch (and its refusal where it refuses), and the 10% batch is the
+// one a binary search over evaluate finds.
+void TestStep::sweepIsEvaluatePerBatch_data() {
+    QTest::addColumn<QString>("model");
+    QTest::addColumn<QString>("gpu");
+    QTest::addColumn<qint64>("tp");
+    QTest::newRow("deepseek-v3 h200 tp8") << "deepseek-v3"
+                                          << "h200" << qint64(8);
+    QTest::newRow("llama-3-70b h100 tp2") << "llama-3-70b"
+                                          << "h100-sxm" << qint64(2);
+    QTest::newRow("gemma-2-9b h100 tp1") << "gemma-2-9b"
+                                         << "h100-sxm" << qint64(1);
+}
+
+void TestStep::sweepIsEvaluatePerBatch() {
+    QFETCH(QString, model);
+    QFETCH(QString, gpu);
+    QFETCH(qint64, tp);
+    const auto m = ::model(model.toLatin1().constData());
+    const auto g = ::gpu(gpu.toLatin1().constData());
+    const Deployment base = dep(tp, 1, 8192);
+    const std::vector<std::int64_t> batches{0, 1, 3, 64, 1000, kMaxBatch + 1};
+    for (const auto& row : stepSweep(m, g, base, batches)) {
+        Deployment d = base;
+        d.batch = row.batch;
+        d.kvHeads = row.kvHeads > 0 ? std::optional<std::int64_t>(row.kvHeads) : std::nullopt;
+        if (d.kvDtype == KvDtype::FP8DsMla && row.kvHeads > 0)
+            d.kvDtype = KvDtype::FP8;
+        const auto r = evaluate(m, g, d);
+        QCOMPARE(row.step.has_value(), r.ok());
+        if (!r.ok()) {
+            QCOMPARE(row.error, r.error().message());
+            continue;
+        }
+        QCOMPARE(row.step->bytes(), r->step.bytes());
+        QCOMPARE(row.step->kvBytes, r->step.kvBytes);
+        QCOMPARE(row.step->timeLowerBoundS, r->step.timeLowerBoundS);
+        QCOMPARE(row.step->kvFraction, r->step.kvFraction);
+    }
+    // The smallest B whose KV share reaches 10%, searched with evaluate alone.
+    auto share = [&](std::int64_t b) {
+        Deployment d = base;
+        d.batch = b;
+        return eval(m, g, d).step.kvFraction;
+    };
+    std::int64_t lo = 1, hi = 1;
+    while (share(hi) < 0.10 && hi < kMaxBatch) {
+        lo = hi + 1;
+        hi = std::min(kMaxBatch, hi * 2);
+    }
+    while (lo < hi) {
+        const std::int64_t mid = lo + (hi - lo) / 2;
+        if (share(mid) >= 0.10)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    const auto b = batchAtKvFraction(m, g, base, 0.10);
+    QVERIFY(b.has_value());
+    QCOMPARE(*b, lo);
+}
+
+// loadedWeights remembers its results per model: a copy whose quantization is changed after
+// the original was sized (as a snapshot's hf_quant_config.json is read after its config) is
+// sized anew, and the original keeps its own.
+void TestStep::weightsFollowASpecChangedAfterUse() {
+    const auto m = model("deepseek-v3");
+    const LoadedWeights fp8 = loadedWeights(m, WeightDtype::Auto, 8);
+    QVERIFY(fp8.dtype == WeightDtype::FP8);
+    ModelSpec plain = m; // shares m's tensor inventory
+    plain.weights.quant = QuantSpec{};
+    const LoadedWeights bf16 = loadedWeights(plain, WeightDtype::Auto, 8);
+    QVERIFY(bf16.dtype == WeightDtype::BF16);
+    // 16-bit: two bytes per parameter of the language model (vision apart).
+    QCOMPARE(bf16.bytes, 2 * countParams(m).total());
+    QVERIFY(bf16.bytes > fp8.bytes);
+    QCOMPARE(loadedWeights(m, WeightDtype::Auto, 8).bytes, fp8.bytes);
 }
 
 QTEST_GUILESS_MAIN(TestStep)

@@ -75,17 +75,43 @@ private:
         QRectF stripArea;         ///< where strips grow (ruler range)
     };
 
+    /// One layout's shared measures (kvstripslayout.cpp).
+    struct Geometry {
+        int ranks = 0, drawn = 0;
+        bool collapsed = false, mla = false;
+        double areaW = 0, colW = 0, gap = 0, qY = 0, stripTop = 0, stripW = 0, slotW = 0, len = 0;
+        std::int64_t kvpr = 1, qpr = 1, copies = 1;
+        std::int64_t headOf(const kvscope::Report& r, std::int64_t rank, std::int64_t s) const {
+            return r.kvReplicated ? rank / copies : rank * kvpr + s;
+        }
+    };
     Frame layout(const QSize& size, double scaleBytes) const;
+    void layoutRank(Frame& f, const Geometry& g, int rank) const;
+    void layoutQueries(Frame& f, const Geometry& g, int rank,
+                       const std::vector<std::uint64_t>& rankStrips) const;
+    Column braceColumn(const Geometry& g) const;
+    /// What the view draws of a report: a report that changes none of it (a util or pool
+    /// step) leaves the view as it is, unpainted.
+    static QString drawnKey(const kvscope::Report& r, const QString& title);
     std::vector<Item> interpolated() const;
     void relayout(bool animate);
+    // Painting (kvstripspaint.cpp), back to front.
     void paintFrame(QPainter& p, const QSize& size, const Frame& frame,
                     const std::vector<Item>& items) const;
+    void paintCaption(QPainter& p, const QSize& size) const;
+    void paintRuler(QPainter& p, const Frame& frame) const;
+    void paintColumns(QPainter& p, const Frame& frame) const;
+    void paintBrace(QPainter& p, const Frame& frame, const Column& col) const;
+    void paintFans(QPainter& p, const std::vector<Item>& items) const;
+    void paintStrips(QPainter& p, const std::vector<Item>& items) const;
+    void paintQueries(QPainter& p, const std::vector<Item>& items) const;
     QString tipFor(const Item& it) const;
     QString braceTip(const Column& c) const;
     const Item* itemAt(const QPointF& pos) const;
 
     kvscope::Report report_;
     QString title_;
+    QString drawn_; ///< drawnKey of the report laid out
     bool hasReport_ = false;
     bool animated_ = true;
     double scaleBytes_ = 0; ///< ruler full scale, with hysteresis so strips visibly grow

@@ -48,7 +48,7 @@ MainWindow::MainWindow(Options options, QWidget* parent) : QMainWindow(parent), 
     refreshTimer_.setInterval(0);
     connect(&refreshTimer_, &QTimer::timeout, this, &MainWindow::refreshNow);
 
-    if (auto ref = loadModel("deepseek-v3"); ref.ok())
+    if (auto ref = loadModel(kMlaReferenceModelId); ref.ok())
         mlaReference_ = std::move(ref).value();
     if (auto ref = loadModel(kDefaultModelId); ref.ok())
         gqaReference_ = std::move(ref).value();

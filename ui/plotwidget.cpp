@@ -35,6 +35,10 @@ PlotWidget::PlotWidget(QWidget* parent) : QCustomPlot(parent) {
 }
 
 QRectF PlotWidget::itemRect(const QCPItemText* t) {
+    // Each anchor lays the text out again: an upright label needs two corners, not four
+    // (placeFloating asks for every label's box at every spot of every floating label).
+    if (t->rotation() == 0)
+        return QRectF(t->topLeft->pixelPosition(), t->bottomRight->pixelPosition()).normalized();
     const QPointF c[4] = {t->topLeft->pixelPosition(), t->topRight->pixelPosition(),
                           t->bottomLeft->pixelPosition(), t->bottomRight->pixelPosition()};
     double x0 = c[0].x(), x1 = x0, y0 = c[0].y(), y1 = y0;
@@ -79,6 +83,13 @@ void PlotWidget::placeFloating() {
         return;
     const QRectF ar = axisRect()->rect();
     const QVector<QPointF> points = pointPixels();
+    // Vertical marker lines (the current TP, the crossover, the 10% batch): a label across
+    // one reads as struck through.
+    QVector<double> lines;
+    for (int i = 0; i < itemCount(); ++i)
+        if (auto* l = qobject_cast<QCPItemStraightLine*>(item(i));
+            l && l->visible() && l->point1->coords().x() == l->point2->coords().x())
+            lines.append(l->point1->pixelPosition().x());
     QVector<QRectF> taken;
     for (int i = 0; i < itemCount(); ++i) {
         auto* t = qobject_cast<QCPItemText*>(item(i));
@@ -113,11 +124,15 @@ void PlotWidget::placeFloating() {
                                                               : a.y();
                 r = QRectF(QPointF(x, y), box);
             }
-            int cost = ar.contains(r) ? 0 : 100;
+            int cost = ar.contains(r) ? 0 : 1000; // clipped text is worse than a covered point
             for (const QPointF& pt : points)
                 cost += r.adjusted(-7, -7, 7, 7).contains(pt) ? 10 : 0;
+            // Labels keep a few pixels apart: two boxes that touch read as one.
             for (const QRectF& l : taken)
-                cost += r.intersects(l) ? 3 : 0;
+                cost += r.adjusted(-4, -4, 4, 4).intersects(l) ? 3 : 0;
+            // Crossing a line is the mildest fault: better than touching a label.
+            for (double x : lines)
+                cost += x > r.left() + 1 && x < r.right() - 1 ? 1 : 0;
             if (bestCost < 0 || cost < bestCost) {
                 bestCost = cost;
                 best = &s;

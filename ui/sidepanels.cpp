@@ -16,6 +16,7 @@
 #include <QScrollArea>
 #include <QSignalBlocker>
 #include <QSpinBox>
+#include <QStyle>
 #include <QToolButton>
 #include <QTreeWidget>
 #include <QVBoxLayout>
@@ -57,12 +58,18 @@ ModelPanel::ModelPanel(QWidget* parent) : QWidget(parent) {
     geometry_->header()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
     geometry_->header()->setSectionResizeMode(1, QHeaderView::ResizeToContents);
     geometry_->header()->setStretchLastSection(true);
-    // The provenance ("fallback: hidden_size / num_attention_heads") wraps onto a second line
-    // in a smaller font instead of being cut in the middle; its tooltip says it again.
+    // The provenance ("fallback: hidden_size / num_attention_heads") wraps onto more lines in
+    // a smaller font instead of being cut; its tooltip says it again. A tree view sizes a
+    // wrapped row for no particular width, so each row's height is set from the text wrapped at
+    // the column's width (fitProvenance), again whenever the column is resized.
     geometry_->setWordWrap(true);
     geometry_->setUniformRowHeights(false);
     geometry_->setTextElideMode(Qt::ElideRight);
     geometry_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    connect(geometry_->header(), &QHeaderView::sectionResized, this, [this](int section, int, int) {
+        if (section == 2)
+            fitProvenance();
+    });
     v->addWidget(geometry_, 1);
 
     // The warnings follow TP and h_kv. In a fixed-height scroll area their changing height
@@ -148,8 +155,34 @@ void ModelPanel::setState(const AppState& s, const Report& r) {
     add(tr("parameters"), q(humanCount(static_cast<double>(r.params.total()))),
         "counted from config");
     add(tr("weights"), q(humanBytes(static_cast<double>(r.weightBytes))), toString(r.weightDtype));
+    fitProvenance();
 
     setWarnings(s, r);
+}
+
+void ModelPanel::fitProvenance() {
+    // The style's text margins on either side of an item's text (QCommonStyle's view item).
+    const int margin = 2 * (geometry_->style()->pixelMetric(QStyle::PM_FocusFrameHMargin) + 1);
+    const int width = geometry_->header()->sectionSize(2) - margin;
+    if (width <= 20)
+        return;
+    bool changed = false;
+    for (int i = 0; i < geometry_->topLevelItemCount(); ++i) {
+        QTreeWidgetItem* it = geometry_->topLevelItem(i);
+        const QFontMetrics fm(it->font(2));
+        const QRect text = fm.boundingRect(QRect(0, 0, width, 1 << 16),
+                                           Qt::AlignLeft | Qt::TextWordWrap, it->text(2));
+        const int line = std::max(fm.height(), QFontMetrics(it->font(0)).height());
+        // A valid size (an invalid one clears the hint): the width is the column's own, it
+        // stretches to fill the view and sizes no column.
+        const QSize hint(width, std::max(line, text.height()) + 2);
+        if (it->sizeHint(2) != hint) {
+            it->setSizeHint(2, hint);
+            changed = true;
+        }
+    }
+    if (changed)
+        geometry_->doItemsLayout(); // the view caches row heights
 }
 
 void ModelPanel::setWarnings(const AppState& s, const Report& r) {

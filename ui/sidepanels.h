@@ -34,6 +34,9 @@ Q_SIGNALS:
     void openRequested();
 
 private:
+    /// Each row as tall as its provenance wrapped at the "From" column's width.
+    void fitProvenance();
+
     QComboBox* presets_;
     QPushButton* open_;
     QToolButton* recent_;

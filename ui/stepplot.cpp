@@ -31,18 +31,20 @@ std::vector<std::int64_t> batchGrid(std::int64_t current) {
     return out;
 }
 
-std::string stateKey(const AppState& s) {
+// What the rows depend on: the model, the GPU and the deployment but for the batch (the grid
+// holds it), the h_kv (every layout is swept) and the pool (the step reads no pool). A util,
+// pool, batch or h_kv step then leaves the rows as they are.
+std::string rowsKey(const AppState& s) {
     const Deployment& d = s.deployment;
     const GpuSpec& g = s.gpu;
-    std::string k = s.modelRef + '|' + s.model.name + '|' + g.id + '|' + g.name;
-    for (double v :
-         {g.bandwidthBytesPerS, g.peakBf16FlopPerS, g.peakFp8FlopPerS, g.peakFp32FlopPerS,
-          g.interconnectBytesPerS, d.gpuMemUtil, d.poolGiB.value_or(-1.0)})
+    std::string k =
+        s.modelRef + '|' + s.model.name + '|' + g.id + '|' + g.name + '|' + d.engine.text();
+    for (double v : {g.bandwidthBytesPerS, g.peakBf16FlopPerS, g.peakFp8FlopPerS,
+                     g.peakFp32FlopPerS, g.interconnectBytesPerS})
         k += '|' + std::to_string(v);
     for (std::int64_t v :
-         {d.tp, d.dcp, d.kvHeads.value_or(-1), d.context, d.batch, d.maxNumBatchedTokens,
-          d.blockSize, static_cast<std::int64_t>(d.kvDtype),
-          static_cast<std::int64_t>(d.weightDtype), static_cast<std::int64_t>(d.poolModel)})
+         {g.memoryBytes, d.tp, d.dcp, d.pp, d.context, static_cast<std::int64_t>(d.kvDtype),
+          static_cast<std::int64_t>(d.weightDtype)})
         k += '|' + std::to_string(v);
     return k;
 }
@@ -63,21 +65,32 @@ StepPlot::StepPlot(QWidget* parent) : PlotWidget(parent) {
 }
 
 void StepPlot::setState(const AppState& s, const Report& current) {
-    const std::string key = stateKey(s);
-    if (key == key_)
+    const std::string rows = rowsKey(s);
+    const std::vector<std::int64_t> grid = batchGrid(s.deployment.batch);
+    const std::int64_t kv =
+        current.attention == AttentionKind::MLA && s.model.mla && !s.deployment.kvHeads
+            ? 0
+            : current.kvHeads;
+    const bool rowsMoved = rows != rowsKey_ || grid != grid_;
+    const bool variantMoved = rows != rowsKey_ || kv != currentKv_;
+    if (!rowsMoved && !variantMoved && s.deployment.batch == currentBatch_ &&
+        current.maxConcurrency == maxConcurrency_)
         return;
-    key_ = key;
     currentBatch_ = s.deployment.batch;
-    currentKv_ = current.attention == AttentionKind::MLA && s.model.mla && !s.deployment.kvHeads
-                     ? 0
-                     : current.kvHeads;
+    currentKv_ = kv;
     maxConcurrency_ = current.maxConcurrency;
-    modelHidden_ = s.model.hidden.value;
-    modelLayers_ = s.model.layers.value;
-    collectMeasured();
-    Deployment base = s.deployment;
-    rows_ = stepSweep(s.model, s.gpu, base, batchGrid(s.deployment.batch));
-    tenPercent_ = batchAtKvFraction(s.model, s.gpu, s.deployment, 0.10);
+    if (rowsMoved || modelHidden_ != s.model.hidden.value || modelLayers_ != s.model.layers.value) {
+        modelHidden_ = s.model.hidden.value;
+        modelLayers_ = s.model.layers.value;
+        collectMeasured();
+    }
+    if (rowsMoved)
+        rows_ = stepSweep(s.model, s.gpu, s.deployment, grid);
+    // The 10% batch is the current variant's: it follows h_kv, not the batch or the pool.
+    if (variantMoved)
+        tenPercent_ = batchAtKvFraction(s.model, s.gpu, s.deployment, 0.10);
+    rowsKey_ = rows;
+    grid_ = grid;
     rebuild();
     requestReplot();
 }
@@ -132,6 +145,7 @@ double StepPlot::valueOf(const DecodeStep& s) const {
 void StepPlot::rebuild() {
     clearGraphs();
     clearItems();
+    floating_.clear();
     clearPlottables();
     styleAxes();
     const bool dk = dark();
@@ -158,6 +172,11 @@ void StepPlot::rebuild() {
         return out;
     }();
 
+    // Labels that move to wherever they cover no point, no line and no other label
+    // (placeFloating), in order of importance: the current point's, the 10% batch's, the pool's.
+    QCPItemText *poolLabel = nullptr, *tenLabel = nullptr, *currentLabel = nullptr;
+    std::vector<Spot> poolSpots, tenSpots, currentSpots;
+
     // Batches the pool cannot hold for the current variant.
     auto shadePastPool = [&](double yLo, double yHi) {
         if (maxConcurrency_ < 1 || static_cast<double>(maxConcurrency_) >= maxBatch)
@@ -172,10 +191,16 @@ void StepPlot::rebuild() {
         r->setPen(Qt::NoPen);
         r->setBrush(shade);
         r->setLayer(QStringLiteral("grid"));
-        addLabel(xAxis->range().upper / 1.05, mode_ == Mode::Bytes ? yHi * 0.97 : yHi / 1.3,
-                 tr("past the pool\n(%1 requests)").arg(maxConcurrency_),
-                 Qt::AlignRight | Qt::AlignTop, warningColor(dk), 0.9, true)
-            ->setTextAlignment(Qt::AlignRight);
+        const double xr = xAxis->range().upper / 1.05;
+        const double top = mode_ == Mode::Bytes ? yHi * 0.97 : yHi / 1.3;
+        const double bottom = mode_ == Mode::Bytes ? yHi * 0.03 : yLo * 1.3;
+        poolLabel = addLabel(xr, top, tr("past the pool\n(%1 requests)").arg(maxConcurrency_),
+                             Qt::AlignRight | Qt::AlignTop, warningColor(dk), 0.9, true);
+        poolLabel->setTextAlignment(Qt::AlignRight);
+        poolSpots = {{xr, top, Qt::AlignRight | Qt::AlignTop},
+                     {xr, bottom, Qt::AlignRight | Qt::AlignBottom},
+                     {xr, (mode_ == Mode::Bytes ? (top + bottom) / 2 : std::sqrt(top * bottom)),
+                      Qt::AlignRight | Qt::AlignVCenter}};
     };
 
     if (mode_ == Mode::Bytes) {
@@ -292,11 +317,27 @@ void StepPlot::rebuild() {
             line->point1->setCoords(x, 1);
             line->point2->setCoords(x, 2);
             line->setPen(QPen(textColor(), 1.5, Qt::DashLine));
-            auto* t = addLabel(
-                x * 1.05, yAxis->range().upper / 1.1,
+            const double top = yAxis->range().upper / 1.1, bottom = yAxis->range().lower * 1.1;
+            const double mid = std::sqrt(top * bottom);
+            const double upperQ = std::sqrt(top * mid), lowerQ = std::sqrt(bottom * mid);
+            const double xl = xAxis->range().lower * 1.05, xr = xAxis->range().upper / 1.05;
+            tenLabel = addLabel(
+                x * 1.05, top,
                 tr("KV = 10% at B = %1:\nhalving KV buys ≤ 5%").arg(q(withCommas(*tenPercent_))),
                 Qt::AlignLeft | Qt::AlignTop, textColor(), 0.85, true);
-            t->setBrush(QBrush(palette().color(QPalette::Base)));
+            tenLabel->setBrush(QBrush(palette().color(QPalette::Base)));
+            tenSpots = {{x * 1.05, top, Qt::AlignLeft | Qt::AlignTop},
+                        {x / 1.05, top, Qt::AlignRight | Qt::AlignTop},
+                        {x * 1.05, bottom, Qt::AlignLeft | Qt::AlignBottom},
+                        {x / 1.05, bottom, Qt::AlignRight | Qt::AlignBottom},
+                        {x * 1.05, mid, Qt::AlignLeft | Qt::AlignVCenter},
+                        {x / 1.05, mid, Qt::AlignRight | Qt::AlignVCenter},
+                        {x * 1.05, upperQ, Qt::AlignLeft | Qt::AlignVCenter},
+                        {x / 1.05, upperQ, Qt::AlignRight | Qt::AlignVCenter},
+                        {x * 1.05, lowerQ, Qt::AlignLeft | Qt::AlignVCenter},
+                        {x / 1.05, lowerQ, Qt::AlignRight | Qt::AlignVCenter},
+                        {xl, top, Qt::AlignLeft | Qt::AlignTop},
+                        {xr, bottom, Qt::AlignRight | Qt::AlignBottom}};
         }
     }
 
@@ -326,13 +367,26 @@ void StepPlot::rebuild() {
                            q(fixed(r->step->tokensPerSPerGpu, 1)), q(toString(r->step->bound)),
                            q(fixed(100.0 * r->step->kvFraction, 1)));
         const bool right = static_cast<double>(r->batch) > std::sqrt(maxBatch);
-        auto* t =
-            addLabel(static_cast<double>(r->batch) * (right ? 0.85 : 1.18),
-                     mode_ == Mode::Bytes ? y : y * 1.25, text,
-                     (right ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignBottom, acc, 0.9, true);
-        t->setTextAlignment(right ? Qt::AlignRight : Qt::AlignLeft);
-        t->setBrush(QBrush(palette().color(QPalette::Base)));
+        const double b = static_cast<double>(r->batch);
+        const double span = yAxis->range().upper - yAxis->range().lower;
+        const bool bytes = mode_ == Mode::Bytes;
+        const double up = bytes ? y + span * 0.04 : y * 1.25;
+        const double down = bytes ? y - span * 0.04 : y / 1.25;
+        const double top = bytes ? yAxis->range().upper - span * 0.02 : yAxis->range().upper / 1.1;
+        const Qt::Alignment near = right ? Qt::AlignRight : Qt::AlignLeft;
+        const Qt::Alignment far = right ? Qt::AlignLeft : Qt::AlignRight;
+        const double xNear = b * (right ? 0.85 : 1.18), xFar = b * (right ? 1.18 : 0.85);
+        currentLabel = addLabel(xNear, up, text, near | Qt::AlignBottom, acc, 0.9, true);
+        currentLabel->setTextAlignment(right ? Qt::AlignRight : Qt::AlignLeft);
+        currentLabel->setBrush(QBrush(palette().color(QPalette::Base)));
+        currentSpots = {{xNear, up, near | Qt::AlignBottom}, {xNear, down, near | Qt::AlignTop},
+                        {xFar, up, far | Qt::AlignBottom},   {xFar, down, far | Qt::AlignTop},
+                        {xNear, top, near | Qt::AlignTop},   {xFar, top, far | Qt::AlignTop},
+                        {xNear, y, near | Qt::AlignVCenter}, {xFar, y, far | Qt::AlignVCenter}};
     }
+    addFloating(currentLabel, currentSpots);
+    addFloating(tenLabel, tenSpots);
+    addFloating(poolLabel, poolSpots);
 }
 
 void StepPlot::mouseMoveEvent(QMouseEvent* e) {

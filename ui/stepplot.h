@@ -59,7 +59,8 @@ private:
     std::int64_t currentKv_ = 0;
     std::int64_t currentBatch_ = 1;
     std::int64_t maxConcurrency_ = 0; ///< of the current variant: batches past it do not fit
-    std::string key_;                 ///< what rows_ were computed for
+    std::string rowsKey_;             ///< what rows_ were computed for (rowsKey)
+    std::vector<std::int64_t> grid_;  ///< and at which batches
     std::vector<gpu::StepMeasurement> steps_;
     std::string stepDevice_;
     std::vector<MeasuredStepPoint> measured_; ///< steps_ of the current model

@@ -103,8 +103,8 @@ void TpPlot::rebuild() {
         return;
     const bool dk = dark();
     // Labels that move to wherever they cover no point and are not clipped (placeFloating).
-    QCPItemText* replicate = nullptr;
-    std::vector<Spot> replicateSpots;
+    QCPItemText *replicate = nullptr, *ridgeLabel = nullptr;
+    std::vector<Spot> replicateSpots, ridgeSpots;
 
     double maxTp = 1, lo = 1e300, hi = 0;
     auto scan = [&](const TpSeries& s) {
@@ -143,9 +143,15 @@ void TpPlot::rebuild() {
         r->setPen(Qt::NoPen);
         r->setBrush(shade);
         r->setLayer(QStringLiteral("grid"));
-        replicate = addLabel(xAxis->range().upper / 1.05, yAxis->range().lower * 1.2,
-                             tr("KV heads replicate\n(TP > %1)").arg(gqa->kvHeads),
-                             Qt::AlignRight | Qt::AlignBottom, warningColor(dk), 0.95, true);
+        // A shaded band of a few octaves (h_kv = 8 of 128) holds the label only in three
+        // short lines: two long ones ran across the current-TP line at its end.
+        const bool narrow =
+            std::log2(xAxis->range().upper / static_cast<double>(gqa->kvHeads)) < 6.0;
+        replicate = addLabel(
+            xAxis->range().upper / 1.05, yAxis->range().lower * 1.2,
+            (narrow ? tr("KV heads\nreplicate\n(TP > %1)") : tr("KV heads replicate\n(TP > %1)"))
+                .arg(gqa->kvHeads),
+            Qt::AlignRight | Qt::AlignBottom, warningColor(dk), 0.95, true);
         replicate->setTextAlignment(Qt::AlignRight);
         const double xr = xAxis->range().upper / 1.05, yb = yAxis->range().lower * 1.2;
         const double yt = yAxis->range().upper / 1.2;
@@ -153,7 +159,11 @@ void TpPlot::rebuild() {
             {xr, yb, Qt::AlignRight | Qt::AlignBottom},
             {static_cast<double>(gqa->kvHeads) * 1.05, yb, Qt::AlignLeft | Qt::AlignBottom},
             {xr, yt, Qt::AlignRight | Qt::AlignTop},
-            {static_cast<double>(gqa->kvHeads) * 1.05, yt, Qt::AlignLeft | Qt::AlignTop}};
+            {static_cast<double>(gqa->kvHeads) * 1.05, yt, Qt::AlignLeft | Qt::AlignTop},
+            {xr, std::sqrt(yb * yt), Qt::AlignRight | Qt::AlignVCenter},
+            // Beside the band, pointing at it, where it is too narrow for the label.
+            {static_cast<double>(gqa->kvHeads) / 1.05, yb, Qt::AlignRight | Qt::AlignBottom},
+            {static_cast<double>(gqa->kvHeads) / 1.05, yt, Qt::AlignRight | Qt::AlignTop}};
     }
 
     auto addSeries = [&](const TpSeries& s, const QColor& c, bool dashed) {
@@ -181,10 +191,13 @@ void TpPlot::rebuild() {
                             tr("ridge %1 FLOP/B").arg(q(fixed(data_.ridgeFlopPerByte, 0))),
                             Qt::AlignLeft | Qt::AlignBottom, mutedColor(), 0.95);
         const double r = data_.ridgeFlopPerByte, xm = std::sqrt(xAxis->range().upper);
-        addFloating(rl, {{0.85, r * 1.08, Qt::AlignLeft | Qt::AlignBottom},
-                         {0.85, r / 1.08, Qt::AlignLeft | Qt::AlignTop},
-                         {xm, r * 1.08, Qt::AlignHCenter | Qt::AlignBottom},
-                         {xm, r / 1.08, Qt::AlignHCenter | Qt::AlignTop}});
+        ridgeLabel = rl;
+        ridgeSpots = {{0.85, r * 1.08, Qt::AlignLeft | Qt::AlignBottom},
+                      {0.85, r / 1.08, Qt::AlignLeft | Qt::AlignTop},
+                      {xm, r * 1.08, Qt::AlignHCenter | Qt::AlignBottom},
+                      {xm, r / 1.08, Qt::AlignHCenter | Qt::AlignTop},
+                      {std::sqrt(xm), r * 1.08, Qt::AlignHCenter | Qt::AlignBottom},
+                      {std::sqrt(xm), r / 1.08, Qt::AlignHCenter | Qt::AlignTop}};
     }
 
     // The current TP.
@@ -244,6 +257,7 @@ void TpPlot::rebuild() {
     }
     // Placed in order of importance: each later label avoids the earlier ones.
     addFloating(crossLabel, crossSpots);
+    addFloating(ridgeLabel, ridgeSpots);
     addFloating(replicate, replicateSpots);
     addFloating(tpLabel, tpSpots);
 }

@@ -232,15 +232,54 @@ DecodeStep computeDecodeStep(const ModelSpec& m, const GpuSpec& gpu, const Deplo
     return s;
 }
 
+namespace {
+
+/// The decode step of one deployment at any batch. The step depends on the batch only through
+/// computeDecodeStep's own arithmetic (the report's per-request bytes, heads per rank and dtypes
+/// do not), so the deployment is evaluated once, at the largest batch asked for: evaluate's size
+/// guard grows with B, so a deployment it accepts there it accepts at every smaller batch, which
+/// then only needs validate's range check. Where that evaluation is refused, each batch is
+/// evaluated on its own (the refusal may not hold at smaller batches).
+class StepAtBatch {
+public:
+    StepAtBatch(const ModelSpec& m, const GpuSpec& gpu, const Deployment& d, std::int64_t maxBatch)
+        : m_(m), gpu_(gpu), d_(d) {
+        d_.batch = std::max<std::int64_t>(1, maxBatch);
+        auto r = evaluate(m_, gpu_, d_);
+        if (r.ok())
+            report_ = std::move(r).value();
+    }
+    Result<DecodeStep> at(std::int64_t batch) const {
+        Deployment x = d_;
+        x.batch = batch;
+        if (!report_ || batch > d_.batch) {
+            auto r = evaluate(m_, gpu_, x);
+            if (!r.ok())
+                return r.error();
+            return r->step;
+        }
+        if (auto s = validate(m_, gpu_, x); !s.ok())
+            return s.error();
+        return computeDecodeStep(m_, gpu_, x, *report_);
+    }
+
+private:
+    const ModelSpec& m_;
+    const GpuSpec& gpu_;
+    Deployment d_;
+    std::optional<Report> report_;
+};
+
+} // namespace
+
 std::optional<std::int64_t> batchAtKvFraction(const ModelSpec& m, const GpuSpec& gpu,
                                               const Deployment& d, double fraction) {
+    const StepAtBatch steps(m, gpu, d, kMaxBatch);
     auto at = [&](std::int64_t b) -> std::optional<double> {
-        Deployment x = d;
-        x.batch = b;
-        auto r = evaluate(m, gpu, x);
-        if (!r.ok())
+        auto s = steps.at(b);
+        if (!s.ok())
             return std::nullopt;
-        return r->step.kvFraction;
+        return s->kvFraction;
     };
     // KV grows as B while weights grow slower (MoE experts saturate), so the share rises with B.
     std::int64_t lo = 1, hi = 1;
@@ -274,22 +313,25 @@ std::vector<StepSweepRow> stepSweep(const ModelSpec& m, const GpuSpec& gpu, cons
     std::vector<std::int64_t> kvs = validKvHeadCounts(m);
     if (m.mla)
         kvs.insert(kvs.begin(), 0);
+    std::int64_t maxBatch = 1;
+    for (std::int64_t b : batches)
+        maxBatch = std::max(maxBatch, b);
     for (std::int64_t kv : kvs) {
+        Deployment d = base;
+        d.kvHeads = kv > 0 ? std::optional<std::int64_t>(kv) : std::nullopt;
+        if (d.kvDtype == KvDtype::FP8DsMla && kv > 0)
+            d.kvDtype = KvDtype::FP8;
+        const StepAtBatch steps(m, gpu, d, maxBatch);
         for (std::int64_t b : batches) {
-            Deployment d = base;
-            d.batch = b;
-            d.kvHeads = kv > 0 ? std::optional<std::int64_t>(kv) : std::nullopt;
-            if (d.kvDtype == KvDtype::FP8DsMla && kv > 0)
-                d.kvDtype = KvDtype::FP8;
             StepSweepRow row;
             row.kvHeads = kv;
             row.variant = variantLabel(m, kv);
             row.batch = b;
-            auto r = evaluate(m, gpu, d);
-            if (r.ok())
-                row.step = r->step;
+            auto s = steps.at(b);
+            if (s.ok())
+                row.step = s.value();
             else
-                row.error = r.error().message();
+                row.error = s.error().message();
             rows.push_back(std::move(row));
         }
     }

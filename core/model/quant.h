@@ -26,6 +26,7 @@ struct QuantScheme {
     /// Only mixture-of-experts layers are quantized (vLLM's Mxfp4Config: linear layers fall back
     /// to UnquantizedLinearMethod, quantization/mxfp4.py get_quant_method).
     bool expertsOnly = false;
+    bool operator==(const QuantScheme&) const = default;
 };
 
 struct QuantSpec {
@@ -41,6 +42,7 @@ struct QuantSpec {
     QuantScheme expertScheme;
     std::string expertSource;
     std::string describe() const; ///< "nvfp4 (group 16, fp8 scales)"
+    bool operator==(const QuantSpec&) const = default;
 };
 
 /// Reads a config.json root's `quantization_config` (or text_config's) and a companion

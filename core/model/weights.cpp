@@ -23,7 +23,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 namespace kvscope {
 
@@ -236,10 +238,8 @@ void describe(const ModelSpec& m, const Resolved& r, WeightDtype d, bool anyIgno
                       "modelled)";
 }
 
-} // namespace
-
-LoadedWeights loadedWeights(const ModelSpec& m, WeightDtype d, std::int64_t tp,
-                            std::int64_t kvHeads) {
+LoadedWeights computeLoadedWeights(const ModelSpec& m, WeightDtype d, std::int64_t tp,
+                                   std::int64_t kvHeads) {
     tp = std::max<std::int64_t>(1, tp);
     if (d != WeightDtype::Auto && resolve(m, WeightDtype::Auto).dtype == d)
         d = WeightDtype::Auto; // the checkpoint's own format, named explicitly
@@ -268,6 +268,78 @@ LoadedWeights loadedWeights(const ModelSpec& m, WeightDtype d, std::int64_t tp,
     if (out.ropeCacheBytesPerRank > 0)
         out.source +=
             "; per rank adds the rotary cos/sin cache (rotary_embedding/base.py): " + ropeWhy;
+    return out;
+}
+
+// loadedWeights runs several times per evaluate (the pool, the h_kv delta, the step, the dtype)
+// and a slider step evaluates hundreds of deployments, each walking every tensor of the model
+// (thousands for a 671B MoE). Results are kept per inventory (one resolved model, shared by its
+// copies) and arguments. An entry also keeps the fields the walk reads outside the inventory, so
+// a spec changed after it was first sized (a snapshot's hf_quant_config.json) is sized anew: a
+// field read above that can change after the model is resolved belongs in sameInputs.
+struct WeightsMemo {
+    std::weak_ptr<const std::vector<WeightTensor>> inventory;
+    WeightDtype dtype;
+    std::int64_t tp, kvHeads;
+    ModelSpec inputs; ///< only the fields sameInputs compares
+    LoadedWeights out;
+};
+
+bool sameInputs(const ModelSpec& a, const ModelSpec& b) {
+    return a.weights.quant == b.weights.quant && a.weights.ropeCaches == b.weights.ropeCaches &&
+           a.modelType == b.modelType &&
+           std::tie(a.weights.checkpointBytes, a.weights.checkpointSource, a.weights.visionParams,
+                    a.weights.rotaryDim, a.weights.mixer, a.weights.untiedByFamily,
+                    a.maxPositionEmbeddings.value, a.moeIntermediate.value, a.kvHeads.value, a.mla,
+                    a.torchDtype.value, a.torchDtype.source, a.tiedEmbeddings.value,
+                    a.routedExperts.value) ==
+               std::tie(b.weights.checkpointBytes, b.weights.checkpointSource,
+                        b.weights.visionParams, b.weights.rotaryDim, b.weights.mixer,
+                        b.weights.untiedByFamily, b.maxPositionEmbeddings.value,
+                        b.moeIntermediate.value, b.kvHeads.value, b.mla, b.torchDtype.value,
+                        b.torchDtype.source, b.tiedEmbeddings.value, b.routedExperts.value);
+}
+
+ModelSpec memoInputs(const ModelSpec& m) {
+    ModelSpec k;
+    k.weights.quant = m.weights.quant;
+    k.weights.checkpointBytes = m.weights.checkpointBytes;
+    k.weights.checkpointSource = m.weights.checkpointSource;
+    k.weights.visionParams = m.weights.visionParams;
+    k.weights.rotaryDim = m.weights.rotaryDim;
+    k.weights.ropeCaches = m.weights.ropeCaches;
+    k.modelType = m.modelType;
+    k.weights.mixer = m.weights.mixer;
+    k.weights.untiedByFamily = m.weights.untiedByFamily;
+    k.maxPositionEmbeddings = m.maxPositionEmbeddings;
+    k.moeIntermediate = m.moeIntermediate;
+    k.kvHeads = m.kvHeads;
+    k.mla = m.mla;
+    k.torchDtype = m.torchDtype;
+    k.tiedEmbeddings = m.tiedEmbeddings;
+    k.routedExperts = m.routedExperts;
+    return k;
+}
+} // namespace
+
+LoadedWeights loadedWeights(const ModelSpec& m, WeightDtype d, std::int64_t tp,
+                            std::int64_t kvHeads) {
+    thread_local std::vector<WeightsMemo> memo;
+    thread_local std::size_t next = 0;
+    constexpr std::size_t kEntries = 64;
+    const auto inventory = weightInventory(m, kvHeads);
+    for (const WeightsMemo& e : memo)
+        if (e.dtype == d && e.tp == tp && e.kvHeads == kvHeads &&
+            !e.inventory.owner_before(inventory) && !inventory.owner_before(e.inventory) &&
+            sameInputs(e.inputs, m))
+            return e.out;
+    WeightsMemo e{
+        inventory, d, tp, kvHeads, memoInputs(m), computeLoadedWeights(m, d, tp, kvHeads)};
+    LoadedWeights out = e.out;
+    if (memo.size() < kEntries)
+        memo.push_back(std::move(e));
+    else
+        memo[next++ % kEntries] = std::move(e); // the oldest entry goes
     return out;
 }
 

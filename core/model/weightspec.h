@@ -35,6 +35,7 @@ struct RopeCache {
     std::int64_t dim = 0;
     int elementBytes = 0; ///< 0: the model dtype (get_rope's default dtype)
     std::string source;   ///< why this many positions, e.g. "max_position_embeddings × factor 8"
+    bool operator==(const RopeCache&) const = default;
 };
 
 struct WeightSpec {

@@ -1,0 +1,285 @@
+// The window as a speaker projects it (offscreen), beyond tst_gui's states: the 2026 configs
+// (Nemotron-H, Gemma-3, gpt-oss), in light and dark, at 1920×1080 and 1600×1000: no plot label
+// covers a point, touches another label or runs off its plot; the
+// brace of collapsed ranks paints its count; the model panel's provenance is never cut.
+#include "core/format.h"
+#include "ui/kvstripsview.h"
+#include "ui/mainwindow.h"
+#include "ui/plotwidget.h"
+#include "ui/startup.h"
+#include "ui/theme.h"
+
+#include <QApplication>
+#include <QHeaderView>
+#include <QImage>
+#include <QPainter>
+#include <QScopeGuard>
+#include <QTest>
+#include <QTreeWidget>
+
+using namespace kvscope;
+using namespace kvscope::ui;
+
+namespace {
+
+QString fixture(const char* name) {
+    return QStringLiteral(KVSCOPE_FIXTURES_2026_DIR "/") + QLatin1String(name);
+}
+
+// The states a talk shows, as startup flags.
+void addTalkStates() {
+    QTest::addColumn<QStringList>("flags");
+    QTest::addColumn<QSize>("size");
+    QTest::addColumn<bool>("dark");
+    const auto model = [](const QString& m, const QStringList& rest = {}) {
+        return QStringList{QStringLiteral("--model"), m} + rest;
+    };
+    const auto tp128 = [](const char* hkv) {
+        QStringList f{QStringLiteral("--tp"), QStringLiteral("128")};
+        if (hkv)
+            f << QStringLiteral("--h-kv") << QLatin1String(hkv);
+        return f;
+    };
+    const QList<QPair<const char*, QStringList>> states = {
+        {"deepseek-v3 tp128", model(QStringLiteral("deepseek-v3"), tp128(nullptr))},
+        {"llama-3.1-405b mqa tp128", model(QStringLiteral("llama-3.1-405b"), tp128("1"))},
+        {"nemotron-h-56b", model(fixture("nvidia__Nemotron-H-56B-Base-8K.json"))},
+        {"gemma-3-27b", model(fixture("google__gemma-3-27b-it.json"))},
+        {"gpt-oss-20b", model(fixture("openai__gpt-oss-20b.json"))},
+        {"default", {}}};
+    for (const QSize size : {QSize(1920, 1080), QSize(1600, 1000)})
+        for (bool dark : {false, true})
+            for (const auto& [name, flags] : states)
+                QTest::newRow(
+                    qPrintable(QStringLiteral("%1 %2x%3 %4")
+                                   .arg(QLatin1String(name))
+                                   .arg(size.width())
+                                   .arg(size.height())
+                                   .arg(dark ? QStringLiteral("dark") : QStringLiteral("light"))))
+                    << flags << size << dark;
+}
+
+QString rectText(const QRectF& r) {
+    return QStringLiteral("%1,%2 %3x%4").arg(r.x()).arg(r.y()).arg(r.width()).arg(r.height());
+}
+
+} // namespace
+
+class TestWindow : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void init() { applyTheme(ThemeMode::Light); }
+    void cleanup() { applyTheme(ThemeMode::Light); }
+
+    void plotLabelsStayClear_data() { addTalkStates(); }
+    void plotLabelsStayClear() {
+        QFETCH(QStringList, flags);
+        QFETCH(QSize, size);
+        QFETCH(bool, dark);
+        const QFont appFont = QApplication::font();
+        QFont f = appFont;
+        f.setPointSizeF(10.5); // the app's own font (app/gui/main.cpp)
+        QApplication::setFont(f);
+        const auto restore = qScopeGuard([&] { QApplication::setFont(appFont); });
+        applyTheme(dark ? ThemeMode::Dark : ThemeMode::Light);
+        StartupOptions o = parseStartup(QStringList{QStringLiteral("kvscope")} + flags);
+        QVERIFY2(o.error.isEmpty(), qPrintable(o.error));
+        MainWindow w(MainWindow::Options{false, false});
+        w.resize(size);
+        w.show();
+        QString err;
+        QVERIFY2(applyStartup(w, o, &err), qPrintable(err));
+        w.renderNow();
+        for (const char* name : {"roofline", "capacity", "intensity"}) {
+            auto* plot = qobject_cast<PlotWidget*>(w.viewWidget(QLatin1String(name)));
+            QVERIFY(plot);
+            const QRectF area = plot->axisRect()->rect();
+            const auto points = plot->pointPixels();
+            QVERIFY(!points.isEmpty());
+            const auto labels = plot->labelRects();
+            const QString where = QLatin1String(name);
+            for (int i = 0; i < labels.size(); ++i) {
+                QVERIFY2(area.adjusted(-2, -2, 2, 2).contains(labels[i]),
+                         qPrintable(where + QStringLiteral(": label at %1 runs off the plot")
+                                                .arg(rectText(labels[i]))));
+                for (int j = i + 1; j < labels.size(); ++j)
+                    QVERIFY2(
+                        !labels[i].intersects(labels[j]),
+                        qPrintable(where + QStringLiteral(": labels touch (%1 and %2)")
+                                               .arg(rectText(labels[i]), rectText(labels[j]))));
+                for (const QPointF& pt : points)
+                    QVERIFY2(!labels[i].adjusted(2, 2, -2, -2).contains(pt),
+                             qPrintable(where + QStringLiteral(": label at %1 covers %2,%3")
+                                                    .arg(rectText(labels[i]))
+                                                    .arg(pt.x())
+                                                    .arg(pt.y())));
+            }
+        }
+    }
+
+    // Past the ranks that fit legibly, identical ranks collapse into a brace with a count, and
+    // hovering it still tells the exact bytes each of them holds.
+    void stripsCollapseIdenticalRanks_data() {
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<int>("kvHeads"); // 0: the model's own
+        QTest::addColumn<QString>("kind");
+        QTest::addColumn<QString>("holds");
+        QTest::newRow("deepseek-v3 mla tp128") << "deepseek-v3" << 0 << "identical ranks"
+                                               << "each holds the whole latent";
+        QTest::newRow("llama-3.1-405b mqa tp128") << "llama-3.1-405b" << 1 << "identical ranks"
+                                                  << "each holds KV head 0";
+        QTest::newRow("llama-3.1-405b gqa8 tp128") << "llama-3.1-405b" << 0 << "more ranks"
+                                                   << "each copied on 16 GPUs";
+    }
+    void stripsCollapseIdenticalRanks() {
+        QFETCH(QString, model);
+        QFETCH(int, kvHeads);
+        QFETCH(QString, kind);
+        QFETCH(QString, holds);
+        MainWindow w(MainWindow::Options{false, false});
+        w.resize(1920, 1080);
+        w.show();
+        QVERIFY(w.loadModelRef(model));
+        AppState s = w.state();
+        if (kvHeads > 0)
+            s.deployment.kvHeads = kvHeads;
+        s.deployment.tp = 128;
+        QString err;
+        QVERIFY2(w.applyState(s, &err), qPrintable(err));
+        w.renderNow();
+        KvStripsView* strips = w.stripsView();
+        const int drawn = 128 - strips->collapsedText().section(QLatin1Char(' '), 1, 1).toInt();
+        QVERIFY2(drawn >= 4 && drawn <= 8, qPrintable(strips->collapsedText()));
+        QVERIFY(strips->legibleRanks(strips->width()) <= 16);
+        QCOMPARE(strips->collapsedText(), QStringLiteral("× %1 %2").arg(128 - drawn).arg(kind));
+        // The brace's tooltip: what each collapsed GPU holds, to the byte.
+        QString tip;
+        for (int x = strips->width() - 40; x > 0 && tip.isEmpty(); x -= 10) {
+            const QString t = strips->toolTipAt(QPointF(x, strips->height() * 0.6));
+            if (t.contains(QStringLiteral("GPU %1 … 127").arg(drawn)))
+                tip = t;
+        }
+        QVERIFY2(tip.contains(holds), qPrintable(tip));
+        QVERIFY2(tip.contains(QString::fromStdString(withCommas(w.report().step.kvBytes))),
+                 qPrintable(tip));
+        // At TP 8 every rank is drawn.
+        s.deployment.tp = 8;
+        QVERIFY(w.applyState(s));
+        w.renderNow();
+        QVERIFY(strips->collapsedText().isEmpty());
+    }
+
+    // At TP 128 the brace stands for the collapsed ranks, and its count is painted: the brace's
+    // box holds ink, not only its tint.
+    void collapsedRanksPaintTheirCount_data() {
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<int>("kvHeads");
+        QTest::addColumn<QSize>("size");
+        QTest::addColumn<bool>("dark");
+        for (const QSize size : {QSize(1920, 1080), QSize(1600, 1000)})
+            for (bool dark : {false, true}) {
+                const QString at =
+                    QStringLiteral(" %1x%2 %3")
+                        .arg(size.width())
+                        .arg(size.height())
+                        .arg(dark ? QStringLiteral("dark") : QStringLiteral("light"));
+                QTest::newRow(qPrintable(QStringLiteral("deepseek-v3") + at))
+                    << "deepseek-v3" << 0 << size << dark;
+                QTest::newRow(qPrintable(QStringLiteral("llama-3.1-405b mqa") + at))
+                    << "llama-3.1-405b" << 1 << size << dark;
+            }
+    }
+    void collapsedRanksPaintTheirCount() {
+        QFETCH(QString, model);
+        QFETCH(int, kvHeads);
+        QFETCH(QSize, size);
+        QFETCH(bool, dark);
+        applyTheme(dark ? ThemeMode::Dark : ThemeMode::Light);
+        MainWindow w(MainWindow::Options{false, false});
+        w.resize(size);
+        w.show();
+        QVERIFY(w.loadModelRef(model));
+        AppState s = w.state();
+        if (kvHeads > 0)
+            s.deployment.kvHeads = kvHeads;
+        s.deployment.tp = 128;
+        QVERIFY(w.applyState(s));
+        w.renderNow();
+        KvStripsView* strips = w.stripsView();
+        const QString count = strips->collapsedText();
+        QVERIFY2(count.startsWith(QStringLiteral("× ")), qPrintable(count));
+        // Where the brace's tooltip answers is the brace; find its horizontal span.
+        int x0 = -1, x1 = -1;
+        for (int x = 0; x < strips->width(); x += 4)
+            if (strips->toolTipAt(QPointF(x, strips->height() * 0.6))
+                    .contains(QStringLiteral(" … 127"))) {
+                x0 = x0 < 0 ? x : x0;
+                x1 = x;
+            }
+        QVERIFY(x0 >= 0 && x1 - x0 > 100);
+        QImage img(strips->size(), QImage::Format_ARGB32);
+        QPainter p(&img);
+        strips->paintTo(p, strips->size());
+        p.end();
+        // The count is big, bold, in the text colour: count such pixels in the brace's box.
+        const QColor ink = strips->palette().color(QPalette::WindowText);
+        int inked = 0;
+        for (int y = 0; y < img.height(); ++y)
+            for (int x = x0; x <= x1; ++x) {
+                const QColor c = img.pixelColor(x, y);
+                inked += std::abs(c.red() - ink.red()) + std::abs(c.green() - ink.green()) +
+                             std::abs(c.blue() - ink.blue()) <
+                         60;
+            }
+        QVERIFY2(inked > 400, qPrintable(QStringLiteral("%1 ink pixels").arg(inked)));
+    }
+
+    // The model panel's "From" column: every provenance is shown whole (wrapped), its tooltip
+    // the same text; a row is as tall as its wrapped text.
+    void provenanceIsNeverCut_data() {
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<QSize>("size");
+        for (const QSize size : {QSize(1920, 1080), QSize(1600, 1000)}) {
+            const QString at = QStringLiteral(" %1x%2").arg(size.width()).arg(size.height());
+            QTest::newRow(qPrintable(QStringLiteral("deepseek-v3") + at)) << "deepseek-v3" << size;
+            QTest::newRow(qPrintable(QStringLiteral("nemotron-h-56b") + at))
+                << fixture("nvidia__Nemotron-H-56B-Base-8K.json") << size;
+            QTest::newRow(qPrintable(QStringLiteral("gpt-oss-20b") + at))
+                << fixture("openai__gpt-oss-20b.json") << size;
+        }
+    }
+    void provenanceIsNeverCut() {
+        QFETCH(QString, model);
+        QFETCH(QSize, size);
+        MainWindow w(MainWindow::Options{false, false});
+        w.resize(size);
+        w.show();
+        QVERIFY(w.loadModelRef(model));
+        w.renderNow();
+        auto* tree = w.findChild<QTreeWidget*>(QStringLiteral("geometryTree"));
+        QVERIFY(tree);
+        QTest::qWait(0);
+        const int width = tree->header()->sectionSize(2);
+        QVERIFY(width > 40);
+        int wrapped = 0;
+        for (int i = 0; i < tree->topLevelItemCount(); ++i) {
+            QTreeWidgetItem* it = tree->topLevelItem(i);
+            QString text = it->text(2);
+            QCOMPARE(text.remove(QChar(0x200b)), it->toolTip(2));
+            const QFontMetrics fm(it->font(2));
+            const QRect need = fm.boundingRect(QRect(0, 0, width - 6, 1 << 16),
+                                               Qt::AlignLeft | Qt::TextWordWrap, it->text(2));
+            const QRect row = tree->visualItemRect(it);
+            QVERIFY2(row.height() >= need.height(),
+                     qPrintable(QStringLiteral("%1: row %2 px, text %3 px")
+                                    .arg(it->toolTip(2))
+                                    .arg(row.height())
+                                    .arg(need.height())));
+            wrapped += need.height() > fm.height();
+        }
+        Q_UNUSED(wrapped);
+    }
+};
+
+QTEST_MAIN(TestWindow)
+#include "tst_window.moc"
