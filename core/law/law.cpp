@@ -396,6 +396,16 @@ Result<Report> evaluate(const ModelSpec& m, const GpuSpec& gpu, const Deployment
     r.contextPerRank = ceilDiv(d.context, d.dcp);
     r.requestBytesPerRank = requestBytesAt(costs, r.contextPerRank, true);
     r.requestBytes = requestBytesAt(costs, d.context, false);
+    for (const GroupCost& c : costs) {
+        // requestBytesAt's terms, one group at a time.
+        Report::GroupRequestBytes g;
+        const std::int64_t s = r.contextPerRank;
+        (c.window ? g.capped : g.growing) =
+            c.n * c.tokenBytesRank * (c.window ? std::min(s, *c.window) : s);
+        g.capped += c.n * c.auxTokenBytesRank * std::min(s, c.auxWindow);
+        g.fixed = c.n * c.fixedBytesRank;
+        r.groupRequestBytesPerRank.push_back(g);
+    }
 
     // --- weights (§6) -----------------------------------------------------------------------
     r.params = countParams(m);
