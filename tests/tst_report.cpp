@@ -158,6 +158,7 @@ private Q_SLOTS:
     void exportRowsAreFieldRows();
     void layerGroupBytes_data();
     void layerGroupBytes();
+    void l2FromTheGpuPresets();
 #if KVSCOPE_REPORT_GUI
     void pdfRowsAreFieldRows();
     void panelValuesComeFromFields_data();
@@ -410,6 +411,35 @@ void TestReport::layerGroupBytes() {
     QCOMPARE(sums[0] + sums[1] + sums[2], r.requestBytesPerRank);
 }
 
+void TestReport::l2FromTheGpuPresets() {
+    // NVIDIA's architecture whitepapers: H100 (SXM5 and PCIe) 50 MB, A100 40 MB.
+    QCOMPARE(gpu("h100-sxm").l2MiB.value_or(0), 50.0);
+    QCOMPARE(gpu("h200").l2MiB.value_or(0), 50.0);
+    QCOMPARE(gpu("a100-80gb").l2MiB.value_or(0), 40.0);
+    for (const auto& p : gpuPresets()) {
+        const GpuSpec g = gpu(p.id.c_str());
+        QVERIFY2(!g.l2MiB || !g.l2Source.empty(), p.id.c_str()); // a figure names its source
+    }
+    // Unknown stays unknown: null in the JSON, "—" shown.
+    const GpuSpec b200 = gpu("b200");
+    QVERIFY(!b200.l2MiB);
+    const ModelSpec m = model(QStringLiteral("llama-3-70b"));
+    const Report r = eval(m, b200, 8);
+    const auto fields = reportFields(r, &m, &b200);
+    QCOMPARE(formatFieldHuman(*findField(fields, "gpu.l2_mib")), std::string("—"));
+    QVERIFY(json::parse(jsonReport(m, b200, r)).at("/gpu/l2_mib"_json_pointer).is_null());
+    const GpuSpec h100 = gpu("h100-sxm");
+    const auto f100 = reportFields(eval(m, h100, 8), &m, &h100);
+    QCOMPARE(formatFieldHuman(*findField(f100, "gpu.l2_mib")), std::string("50 MiB"));
+    auto bad = parseGpuJson(
+        R"({"memory_gb": 80, "bandwidth_tb_s": 3.35, "bf16_tflops": 989.4, "fp32_tflops": 66.9,
+            "l2_mib": -1})",
+        "x");
+    QVERIFY(!bad.ok());
+    QCOMPARE(QString::fromStdString(bad.error().message()),
+             QStringLiteral("l2_mib: must be a positive number"));
+}
+
 #if KVSCOPE_REPORT_GUI
 
 namespace {
@@ -489,7 +519,7 @@ void TestReport::panelValuesComeFromFields() {
         for (const QString& used : p->valueFields(key))
             QVERIFY2(findField(fields, used.toStdString()), qPrintable(used));
     // The GPU line: every GPU row marked for the panel, as "label value", its source in the
-    // tooltip.
+    // tooltip (the L2 size from the preset: 50 MiB on the H100 SXM default).
     for (const ReportField& f : fields)
         if (f.section == "GPU" && f.panel) {
             const QString shown = QString::fromStdString(f.label + " " + formatFieldHuman(f));
@@ -499,6 +529,7 @@ void TestReport::panelValuesComeFromFields() {
                 QVERIFY(
                     p->valueTip(QStringLiteral("gpu")).contains(QString::fromStdString(f.source)));
         }
+    QVERIFY(p->valueText(QStringLiteral("gpu")).contains(QStringLiteral("L2 cache 50 MiB")));
     // Hybrid models: one line per layer group, each share as its field shows it.
     QCOMPARE(p->groupsShown(), hybrid);
     if (!hybrid)

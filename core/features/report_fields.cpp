@@ -314,6 +314,9 @@ Section gpuRows() {
                          return std::nullopt;
                      return static_cast<double>(in.g->driverMemoryBytes);
                  }},
+                {"gpu.l2_mib", "gpu_l2_mib", "L2 cache", "MiB", 0, kG,
+                 [](const Inputs& in) { return in.g->l2MiB; }, nullptr, nullptr, kPanel,
+                 [](const Inputs& in) { return in.g->l2Source; }},
                 {"gpu.bandwidth_bytes_per_s", "gpu_bandwidth_bytes_per_s", "Memory bandwidth",
                  "B/s", 2, kG, G(g.bandwidthBytesPerS), nullptr, nullptr, kPanel},
                 {"gpu.peak_bf16_flop_per_s", "gpu_peak_bf16_flop_per_s", "Peak bf16 (dense)",
