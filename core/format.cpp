@@ -1,6 +1,7 @@
 #include "core/format.h"
 
 #include "core/engines/engines.h"
+#include "core/features/report_fields.h"
 #include "core/model/weights.h"
 
 #include <cmath>
@@ -112,375 +113,383 @@ std::string humanBandwidth(double b) {
     return fixed(b / 1e6, 1) + " MB/s";
 }
 
-std::string textReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) {
+namespace {
+
+/// The text report's layout over the report's field list: every number printed comes from a
+/// ReportField (by its JSON key), the labels and provenance notes are the layout's own.
+class TextOut {
+public:
+    TextOut(const ModelSpec& m, const GpuSpec& g, const Report& r)
+        : m(m), gpu(g), r(r), fields_(reportFields(r, &m, &g)) {}
+
+    const ReportField& f(std::string_view key) const {
+        static const ReportField unknown;
+        const ReportField* x = findField(fields_, key);
+        return x ? *x : unknown;
+    }
+    double v(std::string_view key) const { return f(key).value.value_or(0); }
+    std::int64_t i(std::string_view key) const { return std::llround(v(key)); }
+    std::string human(std::string_view key) const { return formatFieldHuman(f(key)); }
+    std::string exact(std::string_view key) const { return bytesExact(i(key)); }
+    std::string count(std::string_view key) const { return withCommas(i(key)); }
+    std::string params(std::string_view key) const { return humanCount(v(key)); }
+    std::string dec(std::string_view key) const { return fixed(v(key), f(key).precision); }
+    std::string pct(std::string_view key) const {
+        return fixed(100.0 * v(key), f(key).precision) + "%";
+    }
+    std::string ms(std::string_view key) const { return fixed(v(key) * 1e3, f(key).precision); }
+    std::string tflop(std::string_view key) const { return fixed(v(key) / 1e12, f(key).precision); }
+    /// "+1.5B" / "-128 MiB": a signed delta in the unit's human form.
+    std::string signedHuman(std::string_view key, bool asParams) const {
+        const double x = v(key);
+        return (x >= 0 ? "+" : "-") +
+               (asParams ? humanCount(std::fabs(x)) : humanBytes(std::fabs(x)));
+    }
+
+    void row(const std::string& label, const std::string& value, const std::string& note = {}) {
+        o << "  " << pad(label, kLabel) << (note.empty() ? value : pad(value, 18) + "  " + note)
+          << '\n';
+    }
+
+    static constexpr std::size_t kLabel = 22;
+    const ModelSpec& m;
+    const GpuSpec& gpu;
+    const Report& r;
     std::ostringstream o;
-    const std::size_t w = 22;
-    auto row = [&](const std::string& label, const std::string& value,
-                   const std::string& note = {}) {
-        o << "  " << pad(label, w) << (note.empty() ? value : pad(value, 18) + "  " + note) << '\n';
-    };
-    o << "kvscope: " << m.name << " on " << r.tp << " x " << gpu.name << " (TP=" << r.tp
-      << (r.dcp > 1 ? ", DCP=" + std::to_string(r.dcp) : "") << ")\n\n";
 
-    o << "Model (provenance on the right)\n";
-    row("attention",
-        r.variant +
-            (r.attention == AttentionKind::MLA ? "" : " (g = " + compact(r.groupSize) + ")"),
-        m.mla && r.attention != AttentionKind::MLA ? "what-if: MLA model viewed as GQA" : "");
-    row("layers L", std::to_string(m.layers.value), m.layers.source);
-    row("query heads h", std::to_string(m.qHeads.value), m.qHeads.source);
-    row("KV heads h_kv", std::to_string(r.kvHeads),
-        r.kvHeads == m.kvHeads.value || m.mla
-            ? m.kvHeads.source
-            : "what-if --h-kv (model has " + std::to_string(m.kvHeads.value) + ")");
-    if (m.mla) {
-        row("kv_lora_rank r", std::to_string(m.kvLoraRank.value), m.kvLoraRank.source);
-        row("qk_rope_head_dim", std::to_string(m.qkRopeHeadDim.value), m.qkRopeHeadDim.source);
-    }
-    row("head dim d_h", std::to_string(m.headDim.value), m.headDim.source);
-    row("hidden d", std::to_string(m.hidden.value), m.hidden.source);
-    row("parameters", humanCount(static_cast<double>(r.params.total())),
-        "counted from the config; embeddings " +
-            std::string(m.tiedEmbeddings.value ? "tied" : "untied") + " (" +
-            m.tiedEmbeddings.source + ")");
-    if (r.params.vision > 0)
-        row("vision tower", humanCount(static_cast<double>(r.params.vision)) + " params",
-            m.weights.visionSource + "; loaded with the weights, not in the parameters above");
-    if (r.params.mtp > 0)
-        row("MTP layers", humanCount(static_cast<double>(r.params.mtp)) + " params",
-            m.weights.mtpSource + "; in the checkpoint, not served");
-    row("KV dtype",
-        toString(r.kvDtype) + (r.kvStorageBits % 8 == 0 &&
-                                       kvDtypeInfo(r.kvDtype).scaleBytesPerGroup == 0 &&
-                                       kvDtypeInfo(r.kvDtype).scaleBytesPerTokenHead == 0 &&
-                                       kvDtypeInfo(r.kvDtype).fixedBytesPerTokenPerLayer == 0
-                                   ? " (" + std::to_string(r.kvBytesPerElement) + " B)"
-                                   : " (" + std::string(kvDtypeInfo(r.kvDtype).title) + ")"),
-        m.torchDtype.source + " = " + m.torchDtype.value);
-    if (m.layerGroups.size() > 1 || m.windowLayerCount() > 0 ||
-        (m.layerGroups.size() == 1 && m.layerGroups[0].kind != LayerKind::Full &&
-         m.layerGroups[0].kind != LayerKind::Mla)) {
-        o << "\nLayer groups (cache kind per layer, provenance on the right)\n";
-        for (const auto& g : m.layerGroups) {
-            std::string what = std::to_string(g.count()) + " " + toString(g.kind);
-            if (g.window)
-                what += g.kind == LayerKind::Compressed ? " (1:" + withCommas(*g.window) + ")"
-                                                        : " (" + withCommas(*g.window) + ")";
-            std::string bytes;
-            if (storesPerTokenKv(g.kind))
-                bytes = withCommas(g.bytesPerTokenPerLayer) + " B/token/layer";
-            else if (g.stateBytesPerRequestPerLayer > 0)
-                bytes = humanBytes(static_cast<double>(g.stateBytesPerRequestPerLayer)) +
-                        "/request/layer";
-            else
-                bytes = "no cache";
-            o << "  " << pad(what, w) << pad(bytes, 22) << "  " << g.source << '\n';
-        }
-        if (m.mtpLayers.value > 0)
-            o << "  " << pad(std::to_string(m.mtpLayers.value) + " mtp", w)
-              << pad("not allocated", 22) << "  " << m.mtpLayers.source
-              << " (KV only with speculative decoding)\n";
-    }
+private:
+    std::vector<ReportField> fields_;
+};
 
-    o << "\nBytes per token (the cell)\n";
-    row("cell, whole model", bytesExact(r.cellBytesPerToken));
-    row("cell per rank", bytesExact(r.cellBytesPerTokenPerRank),
-        std::to_string(r.qHeadsPerRank) + " query head(s), " + std::to_string(r.kvHeadsPerRank) +
-            (r.attention == AttentionKind::MLA ? " latent" : " KV head(s)") + " per rank" +
-            (r.kvReplicated ? ", replicated x" + std::to_string(r.kvCopies) : ""));
-    row("one request", humanBytes(static_cast<double>(r.requestBytes)),
-        "at " + withCommas(r.context) + " tokens, whole model");
-    row("one request per rank", humanBytes(static_cast<double>(r.requestBytesPerRank)),
-        r.dcp > 1 ? "ceil(S / DCP) = " + withCommas(r.contextPerRank) + " tokens per rank" : "");
-
-    const PoolBreakdown& p = r.pool;
-    o << "\nKV pool per rank ("
-      << (p.overridden                      ? std::string("--pool-gib")
-          : p.model == PoolModel::Datasheet ? std::string("datasheet")
-                                            : p.engine.text())
-      << (p.pp > 1 ? ", limiting stage " + std::to_string(p.limitingStage) + " of " +
-                         std::to_string(p.pp)
-                   : std::string())
-      << ")\n";
-    if (p.overridden) {
-        row("pool", humanBytes(static_cast<double>(p.poolBytes)), "set by --pool-gib");
-    } else {
-        const std::string capacity =
-            p.model == PoolModel::Datasheet
-                ? compact(static_cast<double>(p.capacityBytes) / 1e9) + " GB"
-                : humanBytes(static_cast<double>(p.capacityBytes));
-        row(fixed(p.util, 2) + " x " + capacity, humanBytes(static_cast<double>(p.budgetBytes)),
-            p.capacitySource);
-        row("- weights / TP", humanBytes(static_cast<double>(p.weightBytes)),
-            toString(r.weightDtype) + ", " + humanCount(static_cast<double>(r.params.total())) +
-                " params / " + std::to_string(r.tp));
-        if (p.model == PoolModel::Vllm) {
-            // The engine's own terms, each with the rule and its source (core/engines/).
-            for (const PoolTerm& t : p.terms) {
-                if (t.key == "budget" || t.key == "weights" || t.key == "pool")
-                    continue;
-                row((t.subtracted ? "- " : "  (") + t.label + (t.subtracted ? "" : ")"),
-                    humanBytes(static_cast<double>(t.bytes)), t.rule);
-            }
-        }
-        if (p.pp > 1) {
-            row("= pool, stage " + std::to_string(p.limitingStage),
-                humanBytes(static_cast<double>(p.stagePoolBytes)),
-                std::to_string(p.stageLayers) + " of " + std::to_string(r.layers) +
-                    " layers; the smallest stage sets the blocks");
-            row("  as all layers", humanBytes(static_cast<double>(p.poolBytes)),
-                "stage pool × L / stage layers, for the per-token arithmetic below");
-        } else {
-            row("= pool", humanBytes(static_cast<double>(p.poolBytes)),
-                withCommas(p.poolBytes) + " B");
-        }
-    }
-
-    o << "\nCapacity\n";
-    row("tokens held", withCommas(r.tokensCapacity),
-        "pool / per-rank cell" + std::string(r.dcp > 1 ? " x DCP" : ""));
-    row("max concurrency", withCommas(r.maxConcurrency),
-        "requests of " + withCommas(r.context) + " tokens (" + fixed(r.concurrency, 2) + ")");
-    if (r.vllmKvCacheGroups > 1) {
-        row("vLLM page", bytesExact(r.pageBytes),
-            std::to_string(r.blockSize) + "-token attention block, one layer, one rank");
-        row("KV cache groups",
-            std::to_string(r.vllmKvCacheGroups) + " x " + std::to_string(r.vllmGroupSize) +
-                " layers",
-            r.vllmPaddingLayers > 0 ? std::to_string(r.vllmPaddingLayers) + " padding layer(s)"
-                                    : "hybrid allocator");
-        row("blocks per rank", withCommas(r.blocksPerRank), "pool / (page x group size)");
-        row("blocks per request", withCommas(r.vllmBlocksPerRequest),
-            "summed over groups at " + withCommas(r.context) + " tokens");
-        row("vLLM reserves", humanBytes(static_cast<double>(r.vllmRequestBytesPerRank)),
-            "per request per rank: window - 1 + max_num_batched_tokens, mamba one page");
-    } else {
-        row("vLLM page", bytesExact(r.pageBytes),
-            std::to_string(r.blockSize) + "-token block, " +
-                (r.vllmGroupSize > 0 ? "one layer" : "all layers") + ", one rank");
-        row("blocks per rank", withCommas(r.blocksPerRank), "pool / (page x L)");
-    }
-    o << "\nvLLM would log\n  " << r.vllmLogTokens << "\n  " << r.vllmLogConcurrency << "\n";
-
-    o << "\nDecode attention on the roofline (" << gpu.name << ")\n";
-    row("intensity", fixed(r.intensityFlopPerByte, 1) + " FLOP/byte",
-        r.attention == AttentionKind::MLA ? "2 h_rank (2r + d_rope) / (b (r + d_rope))"
-                                          : "2 g_rank / b");
-    row("ridge", fixed(r.ridgeFlopPerByte, 1) + " FLOP/byte",
-        humanFlops(r.kvDtype == KvDtype::FP32 ? gpu.peakFp32FlopPerS : gpu.peakBf16FlopPerS) +
-            " / " + humanBandwidth(gpu.bandwidthBytesPerS));
-    row("attainable", humanFlops(r.attainableFlopPerS),
-        fixed(100.0 * r.attainableFractionOfPeak, 1) + "% of peak");
-
-    o << "\nWeights\n";
-    row("K/V projections", humanCount(static_cast<double>(r.kvProjParamsPerLayer)) + " / layer",
-        r.kvProjParamsPerLayer != r.kvProjParamsPerLayerModel
-            ? "checkpoint: " + humanCount(static_cast<double>(r.kvProjParamsPerLayerModel))
-            : "");
-    if (r.kvProjParamsPerLayer != r.kvProjParamsPerLayerModel &&
-        r.attention != AttentionKind::MLA) {
-        const double delta =
-            static_cast<double>(r.kvProjParamsPerLayer - r.kvProjParamsPerLayerModel) *
-            static_cast<double>(r.layers);
-        row("what-if weights", (delta >= 0 ? "+" : "-") + humanCount(std::fabs(delta)) + " params",
-            (r.kvProjWeightBytesDelta >= 0 ? "+" : "-") +
-                humanBytes(std::fabs(static_cast<double>(r.kvProjWeightBytesDelta))) + " " +
-                toString(r.weightDtype) + "; the pool above keeps the checkpoint's weights");
-    }
-    {
-        const LoadedWeights loaded = loadedWeights(m, r.weightDtype, r.tp);
-        row("weights per rank", humanBytes(static_cast<double>(r.weightBytesPerRank)),
-            loaded.format + "; " + loaded.source);
-    }
-
-    const DecodeStep& st = r.step;
-    o << "\nOne decode step per rank (batch " << r.batch << ", " << withCommas(r.context)
-      << " tokens)\n";
-    row("weights read", humanBytes(static_cast<double>(st.weightBytes)),
-        st.moeLayers > 0
-            ? fixed(st.expertsTouchedPerMoeLayer, 1) + " of " +
-                  std::to_string(m.routedExperts.value) + " routed experts per MoE layer touched"
-            : "read once per step");
-    row("KV read", humanBytes(static_cast<double>(st.kvBytes)),
-        fixed(100.0 * st.kvFraction, 1) + "% of the step's bytes");
-    row("activations", humanBytes(static_cast<double>(st.activationBytes)),
-        "GEMM inputs/outputs, Q/O, residual stream (16-bit)");
-    row("bytes / BW", fixed(st.memoryTimeS * 1e3, 3) + " ms",
-        humanBytes(static_cast<double>(st.bytes())) + " / " +
-            humanBandwidth(gpu.bandwidthBytesPerS));
-    row("FLOPs / peak", fixed(st.computeTimeS * 1e3, 3) + " ms",
-        fixed(st.flops() / 1e12, 3) + " TFLOP (GEMMs " + fixed(st.gemmFlops / 1e12, 3) +
-            ", attention " + fixed(st.attentionFlops / 1e12, 3) + ")");
-    if (r.tp > 1)
-        row("TP all-reduces",
-            st.commCounted ? fixed(st.commTimeS * 1e3, 3) + " ms" : std::string("not counted"),
-            humanBytes(static_cast<double>(st.commBytes)) + " sent per rank" +
-                (st.commCounted
-                     ? " / " + humanBandwidth(gpu.interconnectBytesPerS / 2) + " each way (" +
-                           (gpu.interconnect.empty() ? "interconnect" : gpu.interconnect) + ")"
-                     : ": the GPU's interconnect_gb_s is unknown"));
-    row("time per token >=", fixed(st.timeLowerBoundS * 1e3, 3) + " ms",
-        toString(st.bound) + "-bound: max(bytes, FLOPs) + all-reduces");
-    row("tokens/s", fixed(st.tokensPerSPerGpu, 1) + " per GPU",
-        fixed(st.tokensPerS, 1) + " for the deployment (" + std::to_string(r.tp) + " GPUs)");
-
-    if (!r.warnings.empty()) {
-        o << "\nWarnings\n";
-        for (const auto& wn : r.warnings)
-            o << "  ! " << wn << '\n';
-    }
-    return o.str();
+std::string kvDtypeText(const TextOut& t) {
+    const KvDtypeInfo& k = kvDtypeInfo(t.r.kvDtype);
+    const bool whole = t.r.kvStorageBits % 8 == 0 && k.scaleBytesPerGroup == 0 &&
+                       k.scaleBytesPerTokenHead == 0 && k.fixedBytesPerTokenPerLayer == 0;
+    return toString(t.r.kvDtype) + (whole ? " (" + t.count("kv_bytes_per_element") + " B)"
+                                          : " (" + std::string(k.title) + ")");
 }
 
-std::string jsonReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) {
-    using nlohmann::json;
-    json model = {{"name", m.name},
-                  {"model_type", m.modelType},
-                  {"attention", toString(r.attention)},
-                  {"variant", r.variant},
-                  {"layers", r.layers},
-                  {"q_heads", r.qHeads},
-                  {"kv_heads", r.kvHeads},
-                  {"head_dim", m.headDim.value},
-                  {"kv_lora_rank", r.kvLoraRank},
-                  {"qk_rope_head_dim", r.qkRopeHeadDim},
-                  {"params", r.params.total()},
-                  {"params_vision", r.params.vision},
-                  {"params_mtp", r.params.mtp}};
-    const LoadedWeights loaded = loadedWeights(m, r.weightDtype, r.tp);
-    json weights = {{"bytes", r.weightBytes},
-                    {"bytes_per_rank", r.weightBytesPerRank},
-                    {"format", loaded.format},
-                    {"source", loaded.source}};
-    json groups = json::array();
-    for (const auto& g : m.layerGroups) {
-        groups.push_back({{"kind", toString(g.kind)},
-                          {"layers", g.layers},
-                          {"count", g.count()},
-                          {"window", g.window ? json(*g.window) : json(nullptr)},
-                          {"kv_heads", g.kvHeads},
-                          {"head_dim_k", g.headDimK},
-                          {"head_dim_v", g.headDimV},
-                          {"bytes_per_token_per_layer", g.bytesPerTokenPerLayer},
-                          {"state_bytes_per_request_per_layer", g.stateBytesPerRequestPerLayer},
-                          {"source", g.source}});
-        if (g.indexerHeadDim > 0)
-            groups.back()["indexer_bytes_per_token_per_layer"] =
-                indexerBytesPerToken(g.indexerHeadDim);
-        if (g.encoderTokens > 0)
-            groups.back()["encoder_tokens"] = g.encoderTokens;
+void modelSection(TextOut& t) {
+    const ModelSpec& m = t.m;
+    const Report& r = t.r;
+    t.o << "Model (provenance on the right)\n";
+    t.row("attention",
+          r.variant + (r.attention == AttentionKind::MLA
+                           ? ""
+                           : " (g = " + compact(t.v("group_size")) + ")"),
+          m.mla && r.attention != AttentionKind::MLA ? "what-if: MLA model viewed as GQA" : "");
+    t.row("layers L", t.count("model.layers"), m.layers.source);
+    t.row("query heads h", t.count("model.q_heads"), m.qHeads.source);
+    t.row("KV heads h_kv", t.count("model.kv_heads"),
+          r.kvHeads == m.kvHeads.value || m.mla
+              ? m.kvHeads.source
+              : "what-if --h-kv (model has " + t.count("model.kv_heads_checkpoint") + ")");
+    if (m.mla) {
+        t.row("kv_lora_rank r", t.count("model.kv_lora_rank"), m.kvLoraRank.source);
+        t.row("qk_rope_head_dim", t.count("model.qk_rope_head_dim"), m.qkRopeHeadDim.source);
     }
-    model["layer_groups"] = groups;
-    model["mtp_layers"] = m.mtpLayers.value;
-    json provenance = {{"layers", m.layers.source},
-                       {"q_heads", m.qHeads.source},
-                       {"kv_heads", m.kvHeads.source},
-                       {"head_dim", m.headDim.source},
-                       {"hidden", m.hidden.source},
-                       {"dtype", m.torchDtype.source},
-                       {"tied_embeddings", m.tiedEmbeddings.source},
-                       {"layer_kinds", m.layerKindsSource},
-                       {"mtp_layers", m.mtpLayers.source}};
+    t.row("head dim d_h", t.count("model.head_dim"), m.headDim.source);
+    t.row("hidden d", t.count("model.hidden"), m.hidden.source);
+    t.row("parameters", t.params("model.params"),
+          "counted from the config; embeddings " +
+              std::string(m.tiedEmbeddings.value ? "tied" : "untied") + " (" +
+              m.tiedEmbeddings.source + ")");
+    if (t.v("model.params_vision") > 0)
+        t.row("vision tower", t.params("model.params_vision") + " params",
+              m.weights.visionSource + "; loaded with the weights, not in the parameters above");
+    if (t.v("model.params_mtp") > 0)
+        t.row("MTP layers", t.params("model.params_mtp") + " params",
+              m.weights.mtpSource + "; in the checkpoint, not served");
+    t.row("KV dtype", kvDtypeText(t), m.torchDtype.source + " = " + m.torchDtype.value);
+}
+
+void groupsSection(TextOut& t) {
+    const ModelSpec& m = t.m;
+    if (!(m.layerGroups.size() > 1 || m.windowLayerCount() > 0 ||
+          (m.layerGroups.size() == 1 && m.layerGroups[0].kind != LayerKind::Full &&
+           m.layerGroups[0].kind != LayerKind::Mla)))
+        return;
+    t.o << "\nLayer groups (cache kind per layer, provenance on the right)\n";
+    for (std::size_t i = 0; i < m.layerGroups.size(); ++i) {
+        const LayerGroup& g = m.layerGroups[i];
+        auto key = [i](const char* field) { return layerGroupKey(i, field); };
+        std::string what = t.count(key("count")) + " " + toString(g.kind);
+        if (t.f(key("window")).value)
+            what += g.kind == LayerKind::Compressed ? " (1:" + t.count(key("window")) + ")"
+                                                    : " (" + t.count(key("window")) + ")";
+        std::string bytes;
+        if (storesPerTokenKv(g.kind))
+            bytes = t.count(key("bytes_per_token_per_layer")) + " B/token/layer";
+        else if (t.v(key("state_bytes_per_request_per_layer")) > 0)
+            bytes = t.human(key("state_bytes_per_request_per_layer")) + "/request/layer";
+        else
+            bytes = "no cache";
+        t.o << "  " << pad(what, TextOut::kLabel) << pad(bytes, 22) << "  " << g.source << '\n';
+    }
+    if (t.v("model.mtp_layers") > 0)
+        t.o << "  " << pad(t.count("model.mtp_layers") + " mtp", TextOut::kLabel)
+            << pad("not allocated", 22) << "  " << m.mtpLayers.source
+            << " (KV only with speculative decoding)\n";
+}
+
+void cellSection(TextOut& t) {
+    const Report& r = t.r;
+    t.o << "\nBytes per token (the cell)\n";
+    t.row("cell, whole model", t.exact("cell_bytes_per_token"));
+    t.row("cell per rank", t.exact("cell_bytes_per_token_per_rank"),
+          t.count("q_heads_per_rank") + " query head(s), " + t.count("kv_heads_per_rank") +
+              (r.attention == AttentionKind::MLA ? " latent" : " KV head(s)") + " per rank" +
+              (r.kvReplicated ? ", replicated x" + t.count("kv_copies") : ""));
+    t.row("one request", t.human("request_bytes"),
+          "at " + t.count("context") + " tokens, whole model");
+    t.row("one request per rank", t.human("request_bytes_per_rank"),
+          r.dcp > 1 ? "ceil(S / DCP) = " + t.count("context_per_rank") + " tokens per rank" : "");
+}
+
+void poolSection(TextOut& t) {
+    const Report& r = t.r;
     const PoolBreakdown& p = r.pool;
-    json pool = {{"model", p.overridden ? "override" : toString(p.model)},
-                 {"capacity_bytes", p.capacityBytes},
-                 {"capacity_source", p.capacitySource},
-                 {"gpu_memory_utilization", p.util},
-                 {"budget_bytes", p.budgetBytes},
-                 {"weight_bytes", p.weightBytes},
-                 {"activation_peak_bytes", p.activationPeakBytes},
-                 {"cuda_graph_bytes", p.cudaGraphBytes},
-                 {"cuda_graph_estimate_bytes", p.cudaGraphEstimateBytes},
-                 {"nccl_bytes", p.ncclBytes},
-                 {"custom_all_reduce_bytes", p.customAllReduceBytes},
-                 {"pool_bytes", p.poolBytes}};
-    if (p.pp > 1)
-        pool["stages"] = {{"pp", p.pp},
-                          {"limiting_stage", p.limitingStage},
-                          {"stage_layers", p.stageLayers},
-                          {"stage_pool_bytes", p.stagePoolBytes}};
-    if (p.engine.name == EngineName::Sglang && p.model == PoolModel::Vllm && !p.overridden) {
-        pool["mem_fraction_static"] = p.memFractionStatic;
-        pool["mem_fraction_static_source"] = p.memFractionSource;
-        pool["free_before_weights_bytes"] = p.freeBeforeWeightsBytes;
+    t.o << "\nKV pool per rank ("
+        << (p.overridden                      ? std::string("--pool-gib")
+            : p.model == PoolModel::Datasheet ? std::string("datasheet")
+                                              : p.engine.text())
+        << (p.pp > 1 ? ", limiting stage " + t.count("pool.stages.limiting_stage") + " of " +
+                           t.count("pool.stages.pp")
+                     : std::string())
+        << ")\n";
+    if (p.overridden) {
+        t.row("pool", t.human("pool_bytes_per_rank"), "set by --pool-gib");
+        return;
     }
+    const std::string capacity = p.model == PoolModel::Datasheet
+                                     ? compact(t.v("pool.capacity_bytes") / 1e9) + " GB"
+                                     : t.human("pool.capacity_bytes");
+    t.row(t.dec("pool.gpu_memory_utilization") + " x " + capacity, t.human("pool.budget_bytes"),
+          p.capacitySource);
+    t.row("- weights / TP", t.human("pool.weight_bytes"),
+          toString(r.weightDtype) + ", " + t.params("model.params") + " params / " + t.count("tp"));
+    if (p.model == PoolModel::Vllm) {
+        // The engine's own terms, each with the rule and its source (core/engines/).
+        for (std::size_t i = 0; i < p.terms.size(); ++i) {
+            const PoolTerm& term = p.terms[i];
+            if (term.key == "budget" || term.key == "weights" || term.key == "pool")
+                continue;
+            t.row((term.subtracted ? "- " : "  (") + term.label + (term.subtracted ? "" : ")"),
+                  t.human("pool.breakdown." + std::to_string(i) + ".bytes"), term.rule);
+        }
+    }
+    if (p.pp > 1) {
+        t.row("= pool, stage " + t.count("pool.stages.limiting_stage"),
+              t.human("pool.stages.stage_pool_bytes"),
+              t.count("pool.stages.stage_layers") + " of " + t.count("model.layers") +
+                  " layers; the smallest stage sets the blocks");
+        t.row("  as all layers", t.human("pool_bytes_per_rank"),
+              "stage pool × L / stage layers, for the per-token arithmetic below");
+    } else {
+        t.row("= pool", t.human("pool_bytes_per_rank"), t.count("pool_bytes_per_rank") + " B");
+    }
+}
+
+void capacitySection(TextOut& t) {
+    const Report& r = t.r;
+    t.o << "\nCapacity\n";
+    t.row("tokens held", t.count("tokens_capacity"),
+          "pool / per-rank cell" + std::string(r.dcp > 1 ? " x DCP" : ""));
+    t.row("max concurrency", t.count("max_concurrency"),
+          "requests of " + t.count("context") + " tokens (" + t.dec("concurrency") + ")");
+    if (r.vllmKvCacheGroups > 1) {
+        t.row("vLLM page", t.exact("page_bytes"),
+              t.count("block_size") + "-token attention block, one layer, one rank");
+        t.row("KV cache groups",
+              t.count("vllm_kv_cache_groups") + " x " + t.count("vllm_group_size") + " layers",
+              r.vllmPaddingLayers > 0 ? t.count("vllm_padding_layers") + " padding layer(s)"
+                                      : "hybrid allocator");
+        t.row("blocks per rank", t.count("blocks_per_rank"), "pool / (page x group size)");
+        t.row("blocks per request", t.count("vllm_blocks_per_request"),
+              "summed over groups at " + t.count("context") + " tokens");
+        t.row("vLLM reserves", t.human("vllm_request_bytes_per_rank"),
+              "per request per rank: window - 1 + max_num_batched_tokens, mamba one page");
+    } else {
+        t.row("vLLM page", t.exact("page_bytes"),
+              t.count("block_size") + "-token block, " +
+                  (r.vllmGroupSize > 0 ? "one layer" : "all layers") + ", one rank");
+        t.row("blocks per rank", t.count("blocks_per_rank"), "pool / (page x L)");
+    }
+    t.o << "\nvLLM would log\n  " << r.vllmLogTokens << "\n  " << r.vllmLogConcurrency << "\n";
+}
+
+void rooflineSection(TextOut& t) {
+    const Report& r = t.r;
+    t.o << "\nDecode attention on the roofline (" << t.gpu.name << ")\n";
+    t.row("intensity", t.human("intensity_flop_per_byte"),
+          r.attention == AttentionKind::MLA ? "2 h_rank (2r + d_rope) / (b (r + d_rope))"
+                                            : "2 g_rank / b");
+    t.row("ridge", t.human("ridge_flop_per_byte"),
+          t.human(r.kvDtype == KvDtype::FP32 ? "gpu.peak_fp32_flop_per_s"
+                                             : "gpu.peak_bf16_flop_per_s") +
+              " / " + t.human("gpu.bandwidth_bytes_per_s"));
+    t.row("attainable", t.human("attainable_flop_per_s"),
+          t.pct("attainable_fraction_of_peak") + " of peak");
+}
+
+void weightsSection(TextOut& t) {
+    const Report& r = t.r;
+    t.o << "\nWeights\n";
+    const bool whatIf =
+        t.i("kv_proj_params_per_layer") != t.i("kv_proj_params_per_layer_checkpoint");
+    t.row("K/V projections", t.params("kv_proj_params_per_layer") + " / layer",
+          whatIf ? "checkpoint: " + t.params("kv_proj_params_per_layer_checkpoint") : "");
+    if (whatIf && r.attention != AttentionKind::MLA)
+        t.row("what-if weights", t.signedHuman("kv_proj_params_vs_checkpoint", true) + " params",
+              t.signedHuman("kv_proj_weight_bytes_vs_checkpoint", false) + " " +
+                  toString(r.weightDtype) + "; the pool above keeps the checkpoint's weights");
+    const LoadedWeights loaded = loadedWeights(t.m, r.weightDtype, r.tp);
+    t.row("weights per rank", t.human("weight_bytes_per_rank"),
+          loaded.format + "; " + loaded.source);
+}
+
+void stepSection(TextOut& t) {
+    const Report& r = t.r;
+    const DecodeStep& st = r.step;
+    t.o << "\nOne decode step per rank (batch " << t.count("batch") << ", " << t.count("context")
+        << " tokens)\n";
+    t.row("weights read", t.human("decode_step.weight_bytes_per_rank"),
+          st.moeLayers > 0
+              ? t.dec("decode_step.experts_touched_per_moe_layer") + " of " +
+                    t.count("model.routed_experts") + " routed experts per MoE layer touched"
+              : "read once per step");
+    t.row("KV read", t.human("decode_step.kv_bytes_per_rank"),
+          t.pct("decode_step.kv_fraction") + " of the step's bytes");
+    t.row("activations", t.human("decode_step.activation_bytes_per_rank"),
+          "GEMM inputs/outputs, Q/O, residual stream (16-bit)");
+    t.row("bytes / BW", t.human("decode_step.memory_time_s"),
+          t.human("decode_step.bytes") + " / " + t.human("gpu.bandwidth_bytes_per_s"));
+    t.row("FLOPs / peak", t.human("decode_step.compute_time_s"),
+          t.tflop("decode_step.flops") + " TFLOP (GEMMs " + t.tflop("decode_step.gemm_flops") +
+              " TFLOP, attention " + t.tflop("decode_step.attention_flops") + " TFLOP)");
+    if (r.tp > 1)
+        t.row("TP all-reduces",
+              st.commCounted ? t.human("decode_step.comm_time_s") : std::string("not counted"),
+              t.human("decode_step.comm_bytes") + " sent per rank" +
+                  (st.commCounted
+                       ? " / " + t.human("gpu.interconnect_bytes_per_s_each_way") + " each way (" +
+                             (t.gpu.interconnect.empty() ? "interconnect" : t.gpu.interconnect) +
+                             ")"
+                       : ": the GPU's interconnect_gb_s is unknown"));
+    t.row("time per token >=", t.human("decode_step.time_lower_bound_s"),
+          toString(st.bound) + "-bound: max(bytes, FLOPs) + all-reduces");
+    t.row("tokens/s", t.dec("decode_step.tokens_per_s_per_gpu") + " per GPU",
+          t.dec("decode_step.tokens_per_s") + " for the deployment (" + t.count("tp") + " GPUs)");
+}
+
+} // namespace
+
+std::string textReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) {
+    TextOut t(m, gpu, r);
+    t.o << "kvscope: " << m.name << " on " << t.count("tp") << " x " << gpu.name
+        << " (TP=" << t.count("tp") << (r.dcp > 1 ? ", DCP=" + t.count("dcp") : "") << ")\n\n";
+    modelSection(t);
+    groupsSection(t);
+    cellSection(t);
+    poolSection(t);
+    capacitySection(t);
+    rooflineSection(t);
+    weightsSection(t);
+    stepSection(t);
+    if (!r.warnings.empty()) {
+        t.o << "\nWarnings\n";
+        for (const auto& wn : r.warnings)
+            t.o << "  ! " << wn << '\n';
+    }
+    return t.o.str();
+}
+
+namespace {
+
+using nlohmann::json;
+
+/// What `size --json` carries that is not a scalar number: names, kinds, provenance, rules,
+/// flags, the layer lists. The numbers are put in afterwards from the field list.
+json jsonSkeleton(const ModelSpec& m, const GpuSpec& gpu, const Report& r) {
+    json groups = json::array();
+    for (const auto& g : m.layerGroups)
+        groups.push_back({{"kind", toString(g.kind)}, {"layers", g.layers}, {"source", g.source}});
+    const LoadedWeights loaded = loadedWeights(m, r.weightDtype, r.tp);
+    const PoolBreakdown& p = r.pool;
     json breakdown = json::array();
     for (const PoolTerm& t : p.terms)
         breakdown.push_back({{"key", t.key},
                              {"label", t.label},
-                             {"bytes", t.bytes},
                              {"subtracted", t.subtracted},
                              {"rule", t.rule},
                              {"source", t.source}});
-    pool["breakdown"] = breakdown;
-    json j = {{"model", model},
-              {"provenance", provenance},
-              {"gpu", {{"id", gpu.id}, {"name", gpu.name}}},
-              {"tp", r.tp},
-              {"dcp", r.dcp},
-              {"context", r.context},
-              {"batch", r.batch},
-              {"kv_dtype", toString(r.kvDtype)},
-              {"kv_bytes_per_element", r.kvBytesPerElement},
-              {"kv_storage_bits", r.kvStorageBits},
-              {"weight_dtype", toString(r.weightDtype)},
-              {"q_heads_per_rank", r.qHeadsPerRank},
-              {"kv_heads_per_rank", r.kvHeadsPerRank},
-              {"kv_replicated", r.kvReplicated},
-              {"kv_copies", r.kvCopies},
-              {"cell_bytes_per_token", r.cellBytesPerToken},
-              {"cell_bytes_per_token_per_rank", r.cellBytesPerTokenPerRank},
-              {"request_bytes", r.requestBytes},
-              {"request_bytes_per_rank", r.requestBytesPerRank},
-              {"pool", pool},
-              {"pool_bytes_per_rank", p.poolBytes},
-              {"engine", {{"name", toString(p.engine.name)}, {"version", p.engine.version.text()}}},
-              {"engine_tokens", engineTokens(r)},
-              {"engine_kv_bytes_per_rank", p.pp > 1 ? p.stagePoolBytes : p.poolBytes},
-              {"fits", r.fits},
-              {"tokens_capacity", r.tokensCapacity},
-              {"max_concurrency", r.maxConcurrency},
-              {"concurrency", r.concurrency},
-              {"page_bytes", r.pageBytes},
-              {"blocks_per_rank", r.blocksPerRank},
-              {"block_size", r.blockSize},
-              {"vllm_kv_cache_groups", r.vllmKvCacheGroups},
-              {"vllm_group_size", r.vllmGroupSize},
-              {"vllm_padding_layers", r.vllmPaddingLayers},
-              {"vllm_blocks_per_request", r.vllmBlocksPerRequest},
-              {"vllm_request_bytes_per_rank", r.vllmRequestBytesPerRank},
-              {"fixed_state_bytes_per_request_per_rank", r.fixedStateBytesPerRequestPerRank},
-              {"vllm_log", {r.vllmLogTokens, r.vllmLogConcurrency}},
-              {"intensity_flop_per_byte", r.intensityFlopPerByte},
-              {"ridge_flop_per_byte", r.ridgeFlopPerByte},
-              {"attainable_flop_per_s", r.attainableFlopPerS},
-              {"attainable_fraction_of_peak", r.attainableFractionOfPeak},
-              {"kv_proj_params_per_layer", r.kvProjParamsPerLayer},
-              {"weight_bytes", r.weightBytes},
-              {"weight_bytes_per_rank", r.weightBytesPerRank},
-              {"weights", weights},
-              {"decode_step",
-               {{"weight_bytes_per_rank", r.step.weightBytes},
-                {"kv_bytes_per_rank", r.step.kvBytes},
-                {"activation_bytes_per_rank", r.step.activationBytes},
-                {"bytes", r.step.bytes()},
-                {"kv_fraction", r.step.kvFraction},
-                {"experts_touched_per_moe_layer", r.step.expertsTouchedPerMoeLayer},
-                {"flops", r.step.flops()},
-                {"gemm_flops", r.step.gemmFlops},
-                {"attention_flops", r.step.attentionFlops},
-                {"comm_bytes", r.step.commBytes},
-                {"comm_counted", r.step.commCounted},
-                {"memory_time_s", r.step.memoryTimeS},
-                {"compute_time_s", r.step.computeTimeS},
-                {"comm_time_s", r.step.commTimeS},
-                {"bound", toString(r.step.bound)},
-                {"time_lower_bound_s", r.step.timeLowerBoundS},
-                {"tokens_per_s_per_gpu", r.step.tokensPerSPerGpu},
-                {"tokens_per_s", r.step.tokensPerS}}},
-              {"warnings", r.warnings}};
+    json pool = {{"model", p.overridden ? "override" : toString(p.model)},
+                 {"capacity_source", p.capacitySource},
+                 {"breakdown", breakdown}};
+    if (p.engine.name == EngineName::Sglang && p.model == PoolModel::Vllm && !p.overridden)
+        pool["mem_fraction_static_source"] = p.memFractionSource;
+    json j = {
+        {"model",
+         {{"name", m.name},
+          {"model_type", m.modelType},
+          {"attention", toString(r.attention)},
+          {"variant", r.variant},
+          {"layer_groups", groups}}},
+        {"provenance",
+         {{"layers", m.layers.source},
+          {"q_heads", m.qHeads.source},
+          {"kv_heads", m.kvHeads.source},
+          {"head_dim", m.headDim.source},
+          {"hidden", m.hidden.source},
+          {"dtype", m.torchDtype.source},
+          {"tied_embeddings", m.tiedEmbeddings.source},
+          {"layer_kinds", m.layerKindsSource},
+          {"mtp_layers", m.mtpLayers.source}}},
+        {"gpu", {{"id", gpu.id}, {"name", gpu.name}, {"interconnect", gpu.interconnect}}},
+        {"kv_dtype", toString(r.kvDtype)},
+        {"weight_dtype", toString(r.weightDtype)},
+        {"kv_replicated", r.kvReplicated},
+        {"pool", pool},
+        {"engine", {{"name", toString(p.engine.name)}, {"version", p.engine.version.text()}}},
+        {"fits", r.fits},
+        {"vllm_log", {r.vllmLogTokens, r.vllmLogConcurrency}},
+        {"weights", {{"format", loaded.format}, {"source", loaded.source}}},
+        {"decode_step", {{"comm_counted", r.step.commCounted}, {"bound", toString(r.step.bound)}}},
+        {"warnings", r.warnings}};
     if (!r.fits)
         j["no_fit_reason"] = r.noFitReason;
+    return j;
+}
+
+json::json_pointer pointerOf(const std::string& key) {
+    std::string pointer = "/" + key;
+    for (char& c : pointer)
+        if (c == '.')
+            c = '/';
+    return json::json_pointer(pointer);
+}
+
+void putField(json& j, const std::string& key, const ReportField& f) {
+    json& slot = j[pointerOf(key)];
+    if (!f.value)
+        slot = nullptr;
+    else if (f.integer)
+        slot = static_cast<std::int64_t>(std::llround(*f.value));
+    else
+        slot = *f.value;
+}
+
+} // namespace
+
+std::string jsonReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r) {
+    json j = jsonSkeleton(m, gpu, r);
+    for (const ReportField& f : reportFields(r, &m, &gpu)) {
+        putField(j, f.key, f);
+        if (!f.alsoAt.empty())
+            putField(j, f.alsoAt, f);
+        if (!f.source.empty())
+            j[pointerOf(f.key + "_source")] = f.source;
+    }
     return j.dump(2);
 }
 

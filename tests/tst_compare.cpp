@@ -132,6 +132,25 @@ private Q_SLOTS:
         QVERIFY2(d.error().field.rfind("a.", 0) == 0, d.error().message().c_str());
     }
 
+    // The compared values print as their report fields do (the CLI's text and the GUI table):
+    // MHA → GQA-8 on Llama-3-70B TP 8 is 20 → 162 requests, 320 KiB → 40 KiB per rank.
+    void valuesPrintAsTheirFields() {
+        auto c = compare(scenario("llama-3-70b", 8, 64), scenario("llama-3-70b", 8));
+        QVERIFY(c.ok());
+        const CompareRatio* conc = c->ratio("concurrency");
+        const CompareRatio* cell = c->ratio("bytes_per_token_per_rank");
+        QVERIFY(conc && cell);
+        QCOMPARE(conc->field, std::string("max_concurrency"));
+        QCOMPARE(formatCompareValue(*conc, conc->a), std::string("20 requests"));
+        QCOMPARE(formatCompareValue(*conc, conc->b), std::string("162 requests"));
+        QCOMPARE(formatCompareValue(*cell, cell->a), std::string("320 KiB"));
+        QCOMPARE(formatCompareValue(*cell, cell->b), std::string("40 KiB"));
+        const std::string text =
+            comparisonText(scenario("llama-3-70b", 8, 64), scenario("llama-3-70b", 8), c.value());
+        QVERIFY2(text.find("concurrent requests: 20 requests → 162 requests") != std::string::npos,
+                 text.c_str());
+    }
+
     void exportFormats() {
         const Scenario s = scenario("llama-3-70b", 8);
         auto r = evaluate(s.model, s.gpu, s.deployment);

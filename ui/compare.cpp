@@ -10,7 +10,6 @@
 #include <QLabel>
 #include <QTableWidget>
 #include <QVBoxLayout>
-#include <cmath>
 
 namespace kvscope::ui {
 
@@ -19,22 +18,6 @@ QString q(const std::string& s) {
     return QString::fromStdString(s);
 }
 
-QString formatValue(const std::string& key, double v) {
-    if (!std::isfinite(v))
-        return QStringLiteral("n/a");
-    if (key.find("bytes") != std::string::npos)
-        return q(humanBytes(v));
-    if (key == "intensity")
-        return q(fixed(v, 2)) + QStringLiteral(" FLOP/byte");
-    if (key.find("fraction") != std::string::npos)
-        return q(fixed(100.0 * v, 2)) + QStringLiteral(" %");
-    if (key == "concurrency")
-        return q(withCommas(static_cast<std::int64_t>(std::floor(v)))) +
-               QStringLiteral(" requests");
-    if (key == "tokens")
-        return q(withCommas(static_cast<std::int64_t>(v))) + QStringLiteral(" tokens");
-    return q(fixed(v, 2));
-}
 } // namespace
 
 QString stateTitle(const AppState& s) {
@@ -123,8 +106,9 @@ void CompareController::refresh() {
             table_->setItem(row, col, item);
         };
         set(0, q(r.label));
-        set(1, formatValue(r.key, r.a));
-        set(2, formatValue(r.key, r.b));
+        // Each value as its report field shows it (core/features/report_fields.h).
+        set(1, q(formatCompareValue(r, r.a)));
+        set(2, q(formatCompareValue(r, r.b)));
         // The row already names the quantity: "×8 fewer", not "×8 fewer bytes per token ...".
         QString phrase = q(r.phrase);
         const QString label = QLatin1Char(' ') + q(r.label);

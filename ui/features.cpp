@@ -272,7 +272,7 @@ bool Features::exportNumbers(const QString& path, QString* error) {
     const auto& s = w_.state();
     const QString lower = path.toLower();
     if (lower.endsWith(QLatin1String(".csv")))
-        return writeText(path, reportCsv(w_.report()), error);
+        return writeText(path, reportCsv(s.model, s.gpu, w_.report()), error);
     if (lower.endsWith(QLatin1String(".json")))
         return writeText(path, reportJson(s.model, s.gpu, w_.report()), error);
     if (lower.endsWith(QLatin1String(".md")) || lower.endsWith(QLatin1String(".markdown")))

@@ -448,7 +448,7 @@ void MainWindow::refreshNow() {
     } else {
         modelPanel_->setWarnings(state_, report_);
     }
-    numbers_->setReport(report_, previous_);
+    numbers_->setReport(report_, previous_, &state_.model, &state_.gpu);
     strips_->setReport(report_, modelTitle(state_));
     roofline_->setData(computeRoofline(state_, report_));
     const TpData tp = computeTpSeries(state_, report_, mlaReference_ ? &*mlaReference_ : nullptr,

@@ -1,15 +1,21 @@
 #include "ui/numberspanel.h"
 
+#include "core/features/compare.h"
+#include "core/features/report_fields.h"
 #include "core/format.h"
 #include "ui/theme.h"
 
 #include <QEvent>
 #include <QFontDatabase>
 #include <QGridLayout>
+#include <QHBoxLayout>
 #include <QLabel>
+#include <QMouseEvent>
 #include <QPainter>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace kvscope::ui {
 
@@ -17,31 +23,14 @@ namespace {
 QString q(const std::string& s) {
     return QString::fromStdString(s);
 }
-QString bytes(std::int64_t b) {
-    return q(humanBytes(static_cast<double>(b)));
-}
-QString gib(std::int64_t b) {
-    return q(fixed(static_cast<double>(b) / (1024.0 * 1024.0 * 1024.0), 2)) +
-           QStringLiteral(" GiB");
-}
 
-// "×8" or "×1.6": how many times a changed so a talk can say it aloud.
-QString ratioText(double r) {
-    const double rounded = std::round(r);
-    if (std::abs(r - rounded) < 0.02)
-        return QStringLiteral("×") + QString::number(static_cast<long long>(rounded));
-    return QStringLiteral("×") + q(fixed(r, r < 10 ? 2 : 1));
-}
-
-// One change line, or empty when the value did not move.
-// Small changes read better as a percentage ("1.5% more"), large ones as a factor ("×8 fewer").
-QString changeLine(double before, double now, const QString& fewer, const QString& more) {
-    if (before <= 0 || now <= 0 || std::abs(before - now) <= 1e-9 * std::max(before, now))
+// One change line, or empty when the value did not move: core's phraser (the compare table's),
+// so the panel and the compare view say the same change with the same words and thresholds.
+QString changeLine(double before, double now, const std::string& label, const char* more = "more",
+                   const char* fewer = "fewer") {
+    if (before <= 0 || now <= 0 || sameRatio(now / before))
         return {};
-    const double r = before > now ? before / now : now / before;
-    const QString amount =
-        r < 1.5 ? q(fixed((r - 1.0) * 100.0, 1)) + QLatin1Char('%') : ratioText(r);
-    return amount + QLatin1Char(' ') + (before > now ? fewer : more);
+    return q(phraseRatio(now / before, label, more, fewer));
 }
 } // namespace
 
@@ -134,75 +123,142 @@ private:
     int elided_ = -1;
 };
 
+/// A section title that folds its section away and back on a click ("▾ POOL" / "▸ POOL").
+class SectionTitle : public QLabel {
+public:
+    SectionTitle(const QString& title, QWidget* body, QWidget* parent)
+        : QLabel(parent), title_(title.toUpper()), body_(body) {
+        setCursor(Qt::PointingHandCursor);
+        // A long title is cut at the panel's edge; it never widens the panel.
+        setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
+        setMinimumWidth(1);
+        setToolTip(QObject::tr("Click to fold or unfold this section"));
+        refresh();
+    }
+    void setFolded(bool folded) {
+        folded_ = folded;
+        body_->setVisible(!folded && !isHidden());
+        refresh();
+    }
+    bool folded() const { return folded_; }
+    /// Shows or hides the whole section (title and body); a folded one stays folded.
+    void setShown(bool shown) {
+        setVisible(shown);
+        body_->setVisible(shown && !folded_);
+    }
+    void setTitle(const QString& title) {
+        title_ = title.toUpper();
+        refresh();
+    }
+
+protected:
+    void mousePressEvent(QMouseEvent*) override { setFolded(!folded_); }
+
+private:
+    void refresh() { setText((folded_ ? QStringLiteral("▸ ") : QStringLiteral("▾ ")) + title_); }
+    QString title_;
+    QWidget* body_;
+    bool folded_ = false;
+};
+
 NumbersPanel::NumbersPanel(QWidget* parent) : QWidget(parent) {
     auto* v = new QVBoxLayout(this);
-    v->setContentsMargins(14, 10, 14, 10);
-    v->setSpacing(2); // fits 1600×1000 without scrolling
+    v->setContentsMargins(12, 6, 12, 6);
+    v->setSpacing(0); // every section fits 1600×1000 and presentation mode without scrolling
 
-    QGridLayout* g = addSection(tr("KV cache per token"));
-    addValue(g, 0, 0, QStringLiteral("cellModel"), tr("whole model"), 1.45);
-    addValue(g, 0, 1, QStringLiteral("cellRank"), tr("per GPU"), 1.75);
+    // Each value with its caption on the same line ("40 KiB per GPU"): a line per row, not two.
+    // KV cache: a row label per row ("token", "request"), the columns named in the title.
+    QGridLayout* g = addSection(tr("KV cache: model · per GPU"));
+    g->setColumnStretch(0, 0);
+    g->setColumnStretch(2, 1);
+    addRowLabel(g, 0, tr("token"));
+    addRowLabel(g, 1, tr("request"));
+    addValue(g, 0, 1, QStringLiteral("cellModel"), QString(), 1.3);
+    addValue(g, 0, 2, QStringLiteral("cellRank"), QString(), 1.5);
+    addValue(g, 1, 1, QStringLiteral("requestModel"), QString(), 1.1);
+    addValue(g, 1, 2, QStringLiteral("requestRank"), QString(), 1.1);
 
-    g = addSection(tr("One request"));
-    addValue(g, 0, 0, QStringLiteral("requestModel"), tr("whole model"), 1.2);
-    addValue(g, 0, 1, QStringLiteral("requestRank"), tr("per GPU"), 1.2);
+    g = addSection(tr("Layer groups: a request per GPU"));
+    groupsSection_ = static_cast<int>(sectionTitles_.size()) - 1;
+    addValue(g, 0, 0, QStringLiteral("groups"), QString(), 0.9, 2);
 
-    g = addSection(tr("KV pool per GPU"));
-    addValue(g, 0, 0, QStringLiteral("pool"), tr("left for KV pages"), 1.45, 2);
-    addValue(g, 1, 0, QStringLiteral("poolBreakdown"), QString(), 0.92, 2);
-
-    g = addSection(tr("Capacity"));
-    addValue(g, 0, 0, QStringLiteral("tokens"), tr("tokens held"), 1.45);
-    addValue(g, 0, 1, QStringLiteral("concurrency"), tr("max concurrency"), 1.75);
+    g = addSection(tr("KV pool per GPU, capacity"));
+    addValue(g, 0, 0, QStringLiteral("pool"), tr("left for KV pages"), 1.3, 2);
+    addValue(g, 1, 0, QStringLiteral("poolBreakdown"), QString(), 0.9, 2);
+    addValue(g, 2, 0, QStringLiteral("tokens"), tr("tokens held"), 1.3, 1, true);
+    addValue(g, 2, 1, QStringLiteral("concurrency"), tr("requests at S"), 1.5, 1, true);
 
     g = addSection(tr("vLLM would log"));
-    addValue(g, 0, 0, QStringLiteral("vllmTokens"), QString(), 0.92, 2);
-    addValue(g, 1, 0, QStringLiteral("vllmConcurrency"), QString(), 0.92, 2);
+    addValue(g, 0, 0, QStringLiteral("vllmTokens"), QString(), 0.9, 2);
+    addValue(g, 1, 0, QStringLiteral("vllmConcurrency"), QString(), 0.9, 2);
     const QFont mono = QFontDatabase::systemFont(QFontDatabase::FixedFont);
     values_[QStringLiteral("vllmTokens")]->setFont(mono);
     values_[QStringLiteral("vllmConcurrency")]->setFont(mono);
 
-    g = addSection(tr("Weights and the decode step"));
-    addValue(g, 0, 0, QStringLiteral("kvProj"), tr("K/V projections per layer"), 1.1);
-    addValue(g, 0, 1, QStringLiteral("stepKv"), tr("KV share of a step's reads"), 1.1);
+    g = addSection(tr("Weights, decode step, GPU"));
+    addValue(g, 0, 0, QStringLiteral("kvProj"), QString(), 0.9);
+    addValue(g, 0, 1, QStringLiteral("stepKv"), QString(), 0.9);
+    addValue(g, 1, 0, QStringLiteral("gpu"), QString(), 0.9, 2);
 
     g = addSection(tr("Change against the previous state"));
-    addValue(g, 0, 0, QStringLiteral("delta"), QString(), 1.15, 2);
+    addValue(g, 0, 0, QStringLiteral("delta"), QString(), 0.95, 2);
     v->addStretch(1);
     restyle();
 }
 
 QGridLayout* NumbersPanel::addSection(const QString& title) {
     auto* v = static_cast<QVBoxLayout*>(layout());
-    auto* t = new QLabel(title.toUpper(), this);
+    auto* body = new QWidget(this);
+    auto* t = new SectionTitle(title, body, this);
     sectionTitles_.append(t);
-    v->addSpacing(3);
+    v->addSpacing(1);
     v->addWidget(t);
-    auto* g = new QGridLayout;
-    g->setHorizontalSpacing(18);
+    v->addWidget(body);
+    auto* g = new QGridLayout(body);
+    g->setContentsMargins(0, 0, 0, 0);
+    g->setHorizontalSpacing(14);
     g->setVerticalSpacing(0);
     g->setColumnStretch(0, 1);
     g->setColumnStretch(1, 1);
-    v->addLayout(g);
     return g;
 }
 
+void NumbersPanel::setSectionFolded(int section, bool folded) {
+    static_cast<SectionTitle*>(sectionTitles_.at(section))->setFolded(folded);
+}
+
+bool NumbersPanel::sectionFolded(int section) const {
+    return static_cast<SectionTitle*>(sectionTitles_.at(section))->folded();
+}
+
+int NumbersPanel::sectionCount() const {
+    return static_cast<int>(sectionTitles_.size());
+}
+
+void NumbersPanel::addRowLabel(QGridLayout* grid, int row, const QString& text) {
+    auto* l = new FitLabel(text, false, this);
+    rowLabels_.append(l);
+    grid->addWidget(l, row, 0, Qt::AlignBottom | Qt::AlignLeft);
+}
+
 FitLabel* NumbersPanel::addValue(QGridLayout* grid, int row, int col, const QString& key,
-                                 const QString& caption, double fontFactor, int colSpan) {
-    auto* box = new QVBoxLayout;
-    box->setSpacing(0);
+                                 const QString& caption, double fontFactor, int colSpan,
+                                 bool captionBelow) {
+    QBoxLayout* box = captionBelow ? static_cast<QBoxLayout*>(new QVBoxLayout)
+                                   : static_cast<QBoxLayout*>(new QHBoxLayout);
+    box->setSpacing(captionBelow ? 0 : 6);
     // Values under 1x (the breakdown, vLLM's lines) and the change lines may be long.
     const bool elastic = fontFactor < 1.0 || colSpan > 1;
     auto* value = new FitLabel(QStringLiteral("—"), elastic, this);
     value->setObjectName(QStringLiteral("value.") + key);
     scaled_.append({value, fontFactor});
-    box->addWidget(value);
+    box->addWidget(value, elastic ? 1 : 0, Qt::AlignBottom);
     if (!caption.isEmpty()) {
         auto* c = new FitLabel(caption, true, this);
         captions_.insert(key, c);
-        box->addWidget(c);
+        box->addWidget(c, 1, Qt::AlignBottom);
     }
-    grid->addLayout(box, row * 2, col, 1, colSpan);
+    grid->addLayout(box, row, col, 1, colSpan);
     values_.insert(key, value);
     return value;
 }
@@ -211,12 +267,12 @@ void NumbersPanel::restyle() {
     const QFont base = font();
     const QColor muted = mutedText(this);
     for (QLabel* t : sectionTitles_) {
-        t->setFont(scaledFont(base, 0.85, true));
+        t->setFont(scaledFont(base, 0.78, true));
         QPalette p = t->palette();
         p.setColor(QPalette::WindowText, muted);
         t->setPalette(p);
     }
-    for (FitLabel* c : captions_) {
+    for (FitLabel* c : captions_.values() + rowLabels_) {
         c->setFont(scaledFont(base, 0.9));
         QPalette p = c->palette();
         p.setColor(QPalette::WindowText, muted);
@@ -225,7 +281,7 @@ void NumbersPanel::restyle() {
     for (const auto& [label, factor] : scaled_) {
         if (label->objectName().startsWith(QLatin1String("value.vllm")))
             continue;
-        label->setFont(scaledFont(base, factor, factor >= 1.1));
+        label->setFont(scaledFont(base, factor, factor >= 1.0));
     }
     const bool dk = isDark(this);
     for (const char* key : {"cellRank", "concurrency"}) {
@@ -252,39 +308,159 @@ QString NumbersPanel::valueTip(const QString& key) const {
     return l ? l->tip() : QString();
 }
 
-void NumbersPanel::setReport(const Report& r, const std::optional<Report>& previous) {
-    auto set = [this](const char* key, const QString& text, const QString& tip = {}) {
-        FitLabel* l = values_.value(QLatin1String(key));
-        if (l->text() != text)
-            l->setText(text);
-        l->setTip(tip);
-    };
-    set("cellModel", bytes(r.cellBytesPerToken),
-        tr("%1 B per token, all layers, all KV heads").arg(q(withCommas(r.cellBytesPerToken))));
-    set("cellRank", bytes(r.cellBytesPerTokenPerRank),
-        tr("%1 B per token on each GPU (%2 KV head(s) per GPU)")
-            .arg(q(withCommas(r.cellBytesPerTokenPerRank)))
-            .arg(r.kvHeadsPerRank));
-    captions_.value(QStringLiteral("requestModel"))
-        ->setText(tr("whole model, S = %1").arg(q(withCommas(r.context))));
-    set("requestModel", bytes(r.requestBytes), tr("%1 B").arg(q(withCommas(r.requestBytes))));
-    set("requestRank", bytes(r.requestBytesPerRank),
-        tr("%1 B on each GPU").arg(q(withCommas(r.requestBytesPerRank))));
+QStringList NumbersPanel::valueFields(const QString& key) const {
+    return fieldsOf_.value(key);
+}
 
+bool NumbersPanel::groupsShown() const {
+    return !sectionTitles_.at(groupsSection_)->isHidden();
+}
+
+/// The report's fields by key, recording which keys a panel value reads.
+class PanelFields {
+public:
+    PanelFields(const Report& r, const ModelSpec* m, const GpuSpec* g)
+        : fields_(reportFields(r, m, g)) {}
+    const ReportField& f(const std::string& key) {
+        static const ReportField unknown;
+        used_ << q(key);
+        const ReportField* x = findField(fields_, key);
+        return x ? *x : unknown;
+    }
+    double v(const std::string& key) { return f(key).value.value_or(0); }
+    QString human(const std::string& key) { return q(formatFieldHuman(f(key))); }
+    QString count(const std::string& key) { return q(withCommas(std::llround(v(key)))); }
+    const std::vector<ReportField>& all() const { return fields_; }
+    /// The keys read since the last call.
+    QStringList take() { return std::exchange(used_, {}); }
+
+private:
+    std::vector<ReportField> fields_;
+    QStringList used_;
+};
+
+namespace {
+
+bool hybrid(const ModelSpec& m) {
+    if (m.layerGroups.size() > 1)
+        return true;
+    return std::any_of(m.layerGroups.begin(), m.layerGroups.end(), [](const LayerGroup& g) {
+        return g.window || (g.kind != LayerKind::Full && g.kind != LayerKind::Mla);
+    });
+}
+
+/// One line per layer group: what of one request it holds on one GPU, and how that behaves
+/// with the context (grows with S, capped at the window, fixed per request).
+QString groupLines(PanelFields& f, const ModelSpec& m) {
+    QStringList lines;
+    for (std::size_t i = 0; i < m.layerGroups.size(); ++i) {
+        auto key = [i](const char* field) { return layerGroupKey(i, field); };
+        QString head =
+            f.count(key("count")) + QLatin1Char(' ') + q(toString(m.layerGroups[i].kind));
+        if (f.f(key("window")).value)
+            head += QStringLiteral(" (") + f.count(key("window")) + QLatin1Char(')');
+        QStringList parts;
+        if (f.v(key("growing_bytes_per_rank")) > 0)
+            parts << QObject::tr("%1 grows with S").arg(f.human(key("growing_bytes_per_rank")));
+        if (f.v(key("capped_bytes_per_rank")) > 0)
+            parts << QObject::tr("%1 capped").arg(f.human(key("capped_bytes_per_rank")));
+        if (f.v(key("fixed_bytes_per_rank")) > 0)
+            parts << QObject::tr("%1 fixed").arg(f.human(key("fixed_bytes_per_rank")));
+        if (parts.isEmpty())
+            continue; // layers without a cache (MLP-only): nothing per request
+        lines << head + QStringLiteral(": ") + parts.join(QStringLiteral(" + "));
+    }
+    return lines.join(QLatin1Char('\n'));
+}
+
+} // namespace
+
+void NumbersPanel::setReport(const Report& r, const std::optional<Report>& previous,
+                             const ModelSpec* m, const GpuSpec* gpu) {
+    PanelFields f(r, m, gpu);
+    auto set = [this, &f](const char* key, const QString& text, const QString& tip = {}) {
+        show(f, key, text, tip);
+    };
+    set("cellModel", f.human("cell_bytes_per_token"),
+        tr("%1 B per token, all layers, all KV heads").arg(f.count("cell_bytes_per_token")));
+    set("cellRank", f.human("cell_bytes_per_token_per_rank"),
+        tr("%1 B per token on each GPU (%2 KV head(s) per GPU)")
+            .arg(f.count("cell_bytes_per_token_per_rank"), f.count("kv_heads_per_rank")));
+    static_cast<SectionTitle*>(sectionTitles_.first())
+        ->setTitle(tr("KV cache at S = %1: model · per GPU").arg(f.count("context")));
+    f.take();
+    set("requestModel", f.human("request_bytes"), tr("%1 B").arg(f.count("request_bytes")));
+    set("requestRank", f.human("request_bytes_per_rank"),
+        tr("%1 B on each GPU").arg(f.count("request_bytes_per_rank")));
+
+    const bool groups = m && hybrid(*m);
+    static_cast<SectionTitle*>(sectionTitles_.at(groupsSection_))->setShown(groups);
+    set("groups", groups ? groupLines(f, *m) : QString(),
+        tr("Bytes each layer group holds for one request of %1 tokens on one GPU")
+            .arg(f.count("context_per_rank")));
+
+    setPool(r, f);
+    set("tokens", f.count("tokens_capacity"),
+        tr("pool / per-GPU cell%1").arg(r.dcp > 1 ? tr(" × DCP %1").arg(r.dcp) : QString()));
+    set("concurrency", f.count("max_concurrency"),
+        tr("unrounded %1").arg(q(formatFieldHuman(f.f("concurrency")))));
+    set("vllmTokens", q(r.vllmLogTokens),
+        tr("%1 tokens (vllm_tokens)").arg(f.count("vllm_tokens")));
+    set("vllmConcurrency", q(r.vllmLogConcurrency),
+        tr("vLLM pages: %1 B per page per layer, %2 blocks per GPU")
+            .arg(f.count("page_bytes"), f.count("blocks_per_rank")));
+    QString kv = tr("K/V %1/layer").arg(q(humanCount(f.v("kv_proj_params_per_layer"))));
+    if (f.v("kv_proj_params_per_layer") != f.v("kv_proj_params_per_layer_checkpoint"))
+        kv += tr(" (ckpt %1)").arg(q(humanCount(f.v("kv_proj_params_per_layer_checkpoint"))));
+    set("kvProj", kv,
+        tr("K/V projection parameters per layer; the checkpoint's when an h_kv what-if differs"));
+    set("stepKv", tr("KV %1 of a step").arg(f.human("decode_step.kv_fraction")),
+        tr("KV %1 + weights %2 read per decode step per GPU; ≥ %3 per token (%4-bound)")
+            .arg(f.human("decode_step.kv_bytes_per_rank"),
+                 f.human("decode_step.weight_bytes_per_rank"),
+                 f.human("decode_step.time_lower_bound_s"), q(toString(r.step.bound))));
+    if (gpu)
+        setGpuLine(f);
+    setChange(r, previous);
+}
+
+void NumbersPanel::setGpuLine(PanelFields& f) {
+    // The GPU section's rows marked for the panel, in the list's order ("L2 cache 50 MiB ·
+    // Memory bandwidth 3.35 TB/s"); a new such row shows here with no change to the panel.
+    QStringList parts, tips;
+    for (const ReportField& row : f.all())
+        if (row.panel && row.section == "GPU") {
+            const QString text = q(row.label) + QLatin1Char(' ') + f.human(row.key);
+            parts << text;
+            tips << text + (row.source.empty() ? QString() : QStringLiteral(" — ") + q(row.source));
+        }
+    show(f, "gpu", parts.join(QStringLiteral(" · ")), tips.join(QLatin1Char('\n')));
+}
+
+void NumbersPanel::show(PanelFields& f, const char* key, const QString& text, const QString& tip) {
+    FitLabel* l = values_.value(QLatin1String(key));
+    if (l->text() != text)
+        l->setText(text);
+    l->setTip(tip);
+    fieldsOf_.insert(QLatin1String(key), f.take());
+}
+
+void NumbersPanel::setPool(const Report& r, PanelFields& f) {
+    auto set = [this, &f](const char* key, const QString& text, const QString& tip = {}) {
+        show(f, key, text, tip);
+    };
     const PoolBreakdown& p = r.pool;
-    set("pool", p.poolBytes > 0 ? gib(p.poolBytes) : tr("nothing fits"),
-        tr("%1 B per GPU").arg(q(withCommas(p.poolBytes))));
+    set("pool", p.poolBytes > 0 ? f.human("pool_bytes_per_rank") : tr("nothing fits"),
+        tr("%1 B per GPU").arg(f.count("pool_bytes_per_rank")));
     FitLabel* poolLabel = values_.value(QStringLiteral("pool"));
     QPalette pp = palette();
     if (!r.fits)
         pp.setColor(QPalette::WindowText, errorColor(isDark(this)));
     poolLabel->setPalette(pp);
-    // The engine's pool arithmetic term by term (PoolBreakdown::terms, as `size --json`'s
-    // pool.breakdown): the budget, each subtracted term, the terms shown but not taken off (CUDA
-    // graphs before vLLM 0.21); every term's rule and source in the tooltip.
-    auto num = [](std::int64_t b) {
-        return q(fixed(static_cast<double>(b) / (1024.0 * 1024.0 * 1024.0), 2));
-    };
+    // The engine's pool arithmetic term by term (the field list's pool.breakdown rows): the
+    // budget, each subtracted term, the terms shown but not taken off (CUDA graphs before vLLM
+    // 0.21); every term's rule and source in the tooltip.
+    auto num = [](double b) { return q(fixed(b / (1024.0 * 1024.0 * 1024.0), 2)); };
     QString breakdown;
     QString breakdownTip;
     if (p.overridden) {
@@ -292,17 +468,18 @@ void NumbersPanel::setReport(const Report& r, const std::optional<Report>& previ
     } else if (!p.terms.empty()) {
         QStringList lines;
         QStringList off, shown, tips;
-        for (const PoolTerm& t : p.terms) {
-            tips
-                << tr("%1: %2 GiB — %3 [%4]").arg(q(t.label), num(t.bytes), q(t.rule), q(t.source));
+        for (std::size_t i = 0; i < p.terms.size(); ++i) {
+            const PoolTerm& t = p.terms[i];
+            const double bytes = f.v("pool.breakdown." + std::to_string(i) + ".bytes");
+            tips << tr("%1: %2 GiB — %3 [%4]").arg(q(t.label), num(bytes), q(t.rule), q(t.source));
             if (t.key == "budget")
-                lines << tr("%1: %2 = %3").arg(q(p.engine.text()), q(t.rule), gib(t.bytes));
+                lines << tr("%1: %2 = %3 GiB").arg(q(p.engine.text()), q(t.rule), num(bytes));
             else if (t.key == "pool")
                 continue;
             else if (t.subtracted)
-                off << tr("− %1 %2").arg(q(t.label), num(t.bytes));
+                off << tr("− %1 %2").arg(q(t.label), num(bytes));
             else
-                shown << tr("%1 %2 GiB not subtracted").arg(q(t.label), num(t.bytes));
+                shown << tr("%1 %2 GiB not subtracted").arg(q(t.label), num(bytes));
         }
         for (int i = 0; i < off.size(); i += 2)
             lines << off.mid(i, 2).join(QStringLiteral("  ")) +
@@ -312,57 +489,38 @@ void NumbersPanel::setReport(const Report& r, const std::optional<Report>& previ
         breakdown = lines.join(QLatin1Char('\n'));
         breakdownTip = tips.join(QLatin1Char('\n'));
     } else {
-        breakdown = tr("%1 × %2 = %3\n(%4)")
-                        .arg(q(fixed(p.util, 2)), gib(p.capacityBytes), gib(p.budgetBytes),
+        breakdown = tr("%1 × %2 GiB = %3 GiB\n(%4)")
+                        .arg(q(fixed(f.v("pool.gpu_memory_utilization"), 2)),
+                             num(f.v("pool.capacity_bytes")), num(f.v("pool.budget_bytes")),
                              q(p.capacitySource));
-        breakdown += tr("\n− weights / TP %1").arg(gib(p.weightBytes));
+        breakdown += tr("\n− weights / TP %1 GiB").arg(num(f.v("pool.weight_bytes")));
     }
     if (!r.fits && !r.noFitReason.empty())
         breakdown = q(r.noFitReason) + QLatin1Char('\n') + breakdown;
     set("poolBreakdown", breakdown, breakdownTip);
+}
 
-    set("tokens", q(withCommas(r.tokensCapacity)),
-        tr("pool / per-GPU cell%1").arg(r.dcp > 1 ? tr(" × DCP %1").arg(r.dcp) : QString()));
-    captions_.value(QStringLiteral("concurrency"))
-        ->setText(tr("requests of %1 tokens").arg(q(withCommas(r.context))));
-    set("concurrency", q(withCommas(r.maxConcurrency)),
-        tr("unrounded %1").arg(q(fixed(r.concurrency, 2))));
-    set("vllmTokens", q(r.vllmLogTokens));
-    set("vllmConcurrency", q(r.vllmLogConcurrency),
-        tr("vLLM pages: %1 B per page per layer, %2 blocks per GPU")
-            .arg(q(withCommas(r.pageBytes)), q(withCommas(r.blocksPerRank))));
-    QString kv = q(humanCount(static_cast<double>(r.kvProjParamsPerLayer)));
-    if (r.kvProjParamsPerLayer != r.kvProjParamsPerLayerModel)
-        kv += tr("  (checkpoint %1)")
-                  .arg(q(humanCount(static_cast<double>(r.kvProjParamsPerLayerModel))));
-    set("kvProj", kv);
-    set("stepKv", q(fixed(r.step.kvFraction * 100.0, 1)) + QLatin1Char('%'),
-        tr("KV %1 + weights %2 read per decode step per GPU; ≥ %3 ms per token (%4-bound)")
-            .arg(bytes(r.step.kvBytes), bytes(r.step.weightBytes),
-                 q(fixed(r.step.timeLowerBoundS * 1000.0, 2)), q(toString(r.step.bound))));
-
+void NumbersPanel::setChange(const Report& r, const std::optional<Report>& previous) {
     QStringList lines;
     if (previous) {
         const Report& b = *previous;
+        auto d = [](std::int64_t v) { return static_cast<double>(v); };
+        const std::string counts =
+            " (" + withCommas(b.maxConcurrency) + " → " + withCommas(r.maxConcurrency) + ")";
         for (const QString& l :
-             {changeLine(static_cast<double>(b.cellBytesPerTokenPerRank),
-                         static_cast<double>(r.cellBytesPerTokenPerRank),
-                         tr("fewer bytes per token per GPU"), tr("more bytes per token per GPU")),
-              changeLine(static_cast<double>(b.cellBytesPerToken),
-                         static_cast<double>(r.cellBytesPerToken), tr("fewer bytes per token"),
-                         tr("more bytes per token")),
-              changeLine(
-                  static_cast<double>(b.maxConcurrency), static_cast<double>(r.maxConcurrency),
-                  tr("fewer concurrent requests (%1 → %2)")
-                      .arg(q(withCommas(b.maxConcurrency)), q(withCommas(r.maxConcurrency))),
-                  tr("more concurrent requests (%1 → %2)")
-                      .arg(q(withCommas(b.maxConcurrency)), q(withCommas(r.maxConcurrency)))),
+             {changeLine(d(b.cellBytesPerTokenPerRank), d(r.cellBytesPerTokenPerRank),
+                         tr("bytes per token per GPU").toStdString()),
+              changeLine(d(b.cellBytesPerToken), d(r.cellBytesPerToken),
+                         tr("bytes per token").toStdString()),
+              changeLine(d(b.maxConcurrency), d(r.maxConcurrency),
+                         tr("concurrent requests").toStdString() + counts),
               changeLine(b.intensityFlopPerByte, r.intensityFlopPerByte,
-                         tr("lower decode intensity"), tr("higher decode intensity"))})
+                         tr("decode intensity").toStdString(), "higher", "lower")})
             if (!l.isEmpty())
                 lines.append(l);
     }
-    set("delta", lines.isEmpty() ? QStringLiteral("—") : lines.join(QLatin1Char('\n')));
+    FitLabel* l = values_.value(QStringLiteral("delta"));
+    l->setText(lines.isEmpty() ? QStringLiteral("—") : lines.join(QLatin1Char('\n')));
 }
 
 } // namespace kvscope::ui

@@ -1,6 +1,6 @@
 #include "ui/reportpdf.h"
 
-#include "core/features/export.h"
+#include "core/features/report_fields.h"
 #include "ui/compare.h"
 #include "ui/mainwindow.h"
 
@@ -34,7 +34,60 @@ void paintView(QPainter& p, QWidget* view, const QRectF& target) {
     p.setPen(QPen(Qt::lightGray, 0));
     p.drawRect(QRectF(at, size));
 }
+/// The number pages: the field list's rows in three columns, a heading per section.
+void paintNumbers(QPdfWriter& pdf, QPainter& p, const QRectF& page, QFont font,
+                  const std::vector<PdfRow>& rows) {
+    const double unit = page.height() / 100.0;
+    const int columns = 3;
+    const double gap = unit * 2;
+    const double colW = (page.width() - gap * (columns - 1)) / columns;
+    const double rowH = unit * 2.05;
+    font.setPixelSize(static_cast<int>(unit * 1.45));
+    QFont bold = font;
+    bold.setBold(true);
+    const int perColumn = static_cast<int>(page.height() / rowH);
+    int slot = perColumn * columns; // starts a page on the first row
+    for (const PdfRow& row : rows) {
+        if (slot >= perColumn * columns) {
+            pdf.newPage();
+            slot = 0;
+        }
+        const double x = (slot / perColumn) * (colW + gap);
+        const double y = (slot % perColumn) * rowH;
+        const QRectF cell(x, y, colW, rowH);
+        p.setPen(Qt::black);
+        if (row.heading) {
+            p.setFont(bold);
+            p.drawText(cell, Qt::AlignLeft | Qt::AlignBottom, row.label.toUpper());
+        } else {
+            if (slot % 2 == 0)
+                p.fillRect(cell, QColor(242, 242, 242));
+            p.setFont(font);
+            p.drawText(cell.adjusted(unit * 0.4, 0, -colW * 0.34, 0),
+                       Qt::AlignLeft | Qt::AlignVCenter,
+                       QFontMetrics(font).elidedText(row.label, Qt::ElideRight,
+                                                     static_cast<int>(colW * 0.64)));
+            p.drawText(cell.adjusted(colW * 0.64, 0, -unit * 0.4, 0),
+                       Qt::AlignRight | Qt::AlignVCenter, row.value);
+        }
+        ++slot;
+    }
+}
+
 } // namespace
+
+std::vector<PdfRow> reportPdfRows(const ModelSpec& m, const GpuSpec& gpu, const Report& r) {
+    std::vector<PdfRow> out;
+    std::string section;
+    for (const ReportField& f : reportFields(r, &m, &gpu)) {
+        if (f.section != section) {
+            section = f.section;
+            out.push_back({q(section), QString(), QString(), true});
+        }
+        out.push_back({q(f.label), q(formatFieldHuman(f)), q(f.key), false});
+    }
+    return out;
+}
 
 bool writeReportPdf(MainWindow& w, const QString& path, QString* error) {
     w.renderNow();
@@ -70,36 +123,16 @@ bool writeReportPdf(MainWindow& w, const QString& path, QString* error) {
                QStringLiteral("%1 · kvscope · %2")
                    .arg(q(w.report().variant), QDateTime::currentDateTime().toString(Qt::ISODate)));
 
-    // Left 62 %: strips above, roofline and capacity below. Right: the numbers.
+    // Page 1: strips above, roofline and capacity below.
     const double top = unit * 9;
-    const double leftW = page.width() * 0.62;
     const double h = page.height() - top;
-    paintView(p, w.viewWidget(QStringLiteral("strips")), QRectF(0, top, leftW, h * 0.42));
-    const double plotTop = top + h * 0.45;
+    paintView(p, w.viewWidget(QStringLiteral("strips")), QRectF(0, top, page.width(), h * 0.45));
+    const double plotTop = top + h * 0.48;
     paintView(p, w.viewWidget(QStringLiteral("roofline")),
-              QRectF(0, plotTop, leftW / 2 - unit, h * 0.55));
+              QRectF(0, plotTop, page.width() / 2 - unit, h * 0.52));
     paintView(p, w.viewWidget(QStringLiteral("capacity")),
-              QRectF(leftW / 2 + unit, plotTop, leftW / 2 - unit, h * 0.55));
-
-    const auto numbers = reportNumbers(w.report());
-    const double x0 = leftW + unit * 2;
-    const double colW = page.width() - x0;
-    const double rowH = std::min(unit * 2.6, h / std::max<double>(1, numbers.size()));
-    QFont cell = small;
-    cell.setPixelSize(static_cast<int>(std::min(unit * 1.55, rowH * 0.72)));
-    p.setFont(cell);
-    double y = top;
-    int row = 0;
-    for (const ReportNumber& n : numbers) {
-        if (row++ % 2 == 0)
-            p.fillRect(QRectF(x0, y, colW, rowH), QColor(242, 242, 242));
-        p.setPen(Qt::black);
-        p.drawText(QRectF(x0 + unit * 0.5, y, colW * 0.6, rowH), Qt::AlignLeft | Qt::AlignVCenter,
-                   q(n.label));
-        p.drawText(QRectF(x0 + colW * 0.6, y, colW * 0.4 - unit * 0.5, rowH),
-                   Qt::AlignRight | Qt::AlignVCenter, q(formatNumberHuman(n)));
-        y += rowH;
-    }
+              QRectF(page.width() / 2 + unit, plotTop, page.width() / 2 - unit, h * 0.52));
+    paintNumbers(pdf, p, page, small, reportPdfRows(w.state().model, w.state().gpu, w.report()));
     p.end();
     QFile f(path);
     if (!f.exists() || f.size() == 0) {

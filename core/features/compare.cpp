@@ -1,6 +1,6 @@
 #include "core/features/compare.h"
 
-#include "core/features/export.h"
+#include "core/features/report_fields.h"
 #include "core/format.h"
 
 #include <algorithm>
@@ -27,13 +27,39 @@ std::string factor(double x) {
     return s;
 }
 
-CompareRatio make(std::string key, std::string label, double a, double b, const char* more,
-                  const char* less) {
+/// The compared quantity: its ratio key, the report field it reads, and the words.
+struct Compared {
+    const char* key;
+    const char* field;
+    const char* label;
+    const char* more;
+    const char* less;
+};
+
+const Compared kCompared[] = {
+    {"bytes_per_token_per_rank", "cell_bytes_per_token_per_rank", "bytes per token per rank",
+     "more", "fewer"},
+    {"tokens", "tokens_capacity", "tokens held", "more", "fewer"},
+    {"concurrency", "max_concurrency", "concurrent requests", "more", "fewer"},
+    {"intensity", "intensity_flop_per_byte", "decode intensity", "higher", "lower"},
+    {"attainable_fraction", "attainable_fraction_of_peak", "attainable fraction of peak", "higher",
+     "lower"},
+};
+
+double fieldValue(const std::vector<ReportField>& fields, const char* key) {
+    const ReportField* f = findField(fields, key);
+    return f && f->value ? *f->value : 0.0;
+}
+
+CompareRatio make(const Compared& k, double a, double b) {
     CompareRatio r;
-    r.key = std::move(key);
-    r.label = std::move(label);
+    r.key = k.key;
+    r.label = k.label;
+    r.field = k.field;
     r.a = a;
     r.b = b;
+    const char* more = k.more;
+    const char* less = k.less;
     r.ratio = a != 0 ? b / a : std::numeric_limits<double>::quiet_NaN();
     r.phrase = phraseRatio(r.ratio, r.label, more, less);
     return r;
@@ -51,11 +77,27 @@ std::string phraseRatio(double ratio, const std::string& label, const std::strin
         return "n/a: " + label + " is zero in A";
     if (ratio == 0)
         return "no " + label + " in B";
-    if (std::fabs(ratio - 1.0) <= 0.005)
+    if (sameRatio(ratio))
         return "same " + label;
     if (ratio > 1)
         return "×" + factor(ratio) + " " + moreWord + " " + label;
     return "×" + factor(1.0 / ratio) + " " + lessWord + " " + label;
+}
+
+bool sameRatio(double ratio) {
+    return std::fabs(ratio - 1.0) <= 0.005;
+}
+
+std::string formatCompareValue(const CompareRatio& r, double value) {
+    if (!std::isfinite(value))
+        return "n/a";
+    for (const ReportField& f : reportFields(Report{}))
+        if (f.key == r.field) {
+            ReportField shown = f;
+            shown.value = value;
+            return formatFieldHuman(shown);
+        }
+    return fixed(value, 2);
 }
 
 const CompareRatio* Comparison::ratio(const std::string& key) const {
@@ -67,19 +109,10 @@ const CompareRatio* Comparison::ratio(const std::string& key) const {
 
 Comparison compareReports(const Report& a, const Report& b) {
     Comparison c{a, b, {}, std::nullopt, {}};
-    c.ratios.push_back(make("bytes_per_token_per_rank", "bytes per token per rank",
-                            static_cast<double>(a.cellBytesPerTokenPerRank),
-                            static_cast<double>(b.cellBytesPerTokenPerRank), "more", "fewer"));
-    c.ratios.push_back(make("tokens", "tokens held", static_cast<double>(a.tokensCapacity),
-                            static_cast<double>(b.tokensCapacity), "more", "fewer"));
-    c.ratios.push_back(make("concurrency", "concurrent requests",
-                            static_cast<double>(a.maxConcurrency),
-                            static_cast<double>(b.maxConcurrency), "more", "fewer"));
-    c.ratios.push_back(make("intensity", "decode intensity", a.intensityFlopPerByte,
-                            b.intensityFlopPerByte, "higher", "lower"));
-    c.ratios.push_back(make("attainable_fraction", "attainable fraction of peak",
-                            a.attainableFractionOfPeak, b.attainableFractionOfPeak, "higher",
-                            "lower"));
+    const auto fa = reportFields(a);
+    const auto fb = reportFields(b);
+    for (const Compared& k : kCompared)
+        c.ratios.push_back(make(k, fieldValue(fa, k.field), fieldValue(fb, k.field)));
     const bool aMla = a.attention == AttentionKind::MLA;
     const bool bMla = b.attention == AttentionKind::MLA;
     if (aMla != bMla) {
@@ -120,16 +153,6 @@ std::string describe(const Scenario& s, const Report& r) {
     return out;
 }
 
-std::string human(const std::string& key, double v) {
-    if (key == "bytes_per_token_per_rank")
-        return humanBytes(v);
-    if (key == "tokens" || key == "concurrency")
-        return withCommas(std::llround(v));
-    if (key == "attainable_fraction")
-        return fixed(100.0 * v, 2) + " %";
-    return fixed(v, 2);
-}
-
 } // namespace
 
 std::string comparisonText(const Scenario& a, const Scenario& b, const Comparison& c) {
@@ -137,9 +160,10 @@ std::string comparisonText(const Scenario& a, const Scenario& b, const Compariso
     out << "A: " << describe(a, c.a) << "\n";
     out << "B: " << describe(b, c.b) << "\n\n";
     for (const auto& r : c.ratios) {
-        out << "  " << r.label << ": " << human(r.key, r.a) << " → " << human(r.key, r.b)
-            << "  (B/A " << (std::isfinite(r.ratio) ? fixed(r.ratio, 3) : std::string("n/a"))
-            << ": " << r.phrase << ")\n";
+        out << "  " << r.label << ": " << formatCompareValue(r, r.a) << " → "
+            << formatCompareValue(r, r.b) << "  (B/A "
+            << (std::isfinite(r.ratio) ? fixed(r.ratio, 3) : std::string("n/a")) << ": " << r.phrase
+            << ")\n";
     }
     if (c.crossover)
         out << "\n  crossover: " << c.crossoverPhrase << "\n";

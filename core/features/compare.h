@@ -16,6 +16,7 @@ struct CompareRatio {
     std::string key;   ///< "bytes_per_token_per_rank", "tokens", "concurrency", "intensity",
                        ///< "attainable_fraction"
     std::string label; ///< "bytes per token per rank"
+    std::string field; ///< the report field compared (report_fields.h key)
     double a = 0, b = 0;
     double ratio = 0;
     std::string phrase; ///< "×8 fewer bytes per token per rank", "same tokens"
@@ -39,10 +40,15 @@ Result<Comparison> compare(const Scenario& a, const Scenario& b);
 Comparison compareReports(const Report& a, const Report& b);
 
 /// "×8 fewer bytes per token per rank" (ratio 0.125, lessWord "fewer"), "×1.55 more tokens",
-/// "same tokens" (within 0.5%), "n/a" for a NaN ratio. The factor prints with up to two
-/// decimals, trailing zeros dropped.
+/// "same tokens" (within 0.5%, sameRatio), "n/a" for a NaN ratio. The factor prints with up to
+/// two decimals, trailing zeros dropped. The one phraser: the compare table, `kvscope-cli
+/// compare` and the numbers panel's change lines all say a change with it.
 std::string phraseRatio(double ratio, const std::string& label, const std::string& moreWord,
                         const std::string& lessWord);
+/// Whether a ratio reads as "same": within 0.5% of 1, phraseRatio's threshold.
+bool sameRatio(double ratio);
+/// A compared value as its report field shows it ("40 KiB", "162 requests").
+std::string formatCompareValue(const CompareRatio& r, double value);
 
 /// Plain text table of both reports' compared numbers and ratios (the CLI's output).
 std::string comparisonText(const Scenario& a, const Scenario& b, const Comparison& c);

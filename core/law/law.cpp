@@ -416,6 +416,16 @@ void sizeCell(Report& r, const std::vector<GroupCost>& costs, const Deployment& 
     r.contextPerRank = ceilDiv(d.context, d.dcp);
     r.requestBytesPerRank = requestBytesAt(costs, r.contextPerRank, true);
     r.requestBytes = requestBytesAt(costs, d.context, false);
+    for (const GroupCost& c : costs) {
+        // requestBytesAt's terms, one group at a time.
+        Report::GroupRequestBytes g;
+        const std::int64_t s = r.contextPerRank;
+        (c.window ? g.capped : g.growing) =
+            c.n * c.tokenBytesRank * (c.window ? std::min(s, *c.window) : s);
+        g.capped += c.n * c.auxTokenBytesRank * std::min(s, c.auxWindow);
+        g.fixed = c.n * c.fixedBytesRank;
+        r.groupRequestBytesPerRank.push_back(g);
+    }
 }
 
 void sizeWeights(Report& r, const ModelSpec& m, const Deployment& d, bool latent,

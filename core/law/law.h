@@ -140,6 +140,13 @@ struct Report {
     std::int64_t contextPerRank = 0;      ///< ceil(S / dcp)
     std::int64_t requestBytesPerRank = 0; ///< one request at S (window layers capped, + state)
     std::int64_t requestBytes = 0;        ///< one request, whole model, all ranks' shards
+    /// One layer group's share of requestBytesPerRank (same order as ModelSpec::layerGroups):
+    /// bytes that grow with the context, bytes capped at the group's window (sliding, chunked,
+    /// a compressed group's uncompressed window), fixed state (mamba, linear, encoder tokens).
+    struct GroupRequestBytes {
+        std::int64_t growing = 0, capped = 0, fixed = 0;
+    };
+    std::vector<GroupRequestBytes> groupRequestBytesPerRank;
 
     PoolBreakdown pool;
     bool fits = true;                ///< false: the pool is empty or smaller than one request

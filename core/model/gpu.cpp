@@ -58,6 +58,7 @@ Result<GpuSpec> parseGpuJson(std::string_view jsonText, const std::string& fallb
     KV_NUM(fp32, "fp32_tflops", true, 1e7)
     KV_NUM(node, "gpus_per_node", false, 1024)
     KV_NUM(link, "interconnect_gb_s", false, 1e6)
+    KV_NUM(l2, "l2_mib", false, 1e4)
 #undef KV_NUM
     g.memoryBytes = std::llround(mem.value() * 1e9);
     g.driverMemoryBytes = std::llround(drv.value() * 1073741824.0);
@@ -72,6 +73,10 @@ Result<GpuSpec> parseGpuJson(std::string_view jsonText, const std::string& fallb
     g.interconnect = str("interconnect", "");
     g.interconnectSource =
         str("interconnect_source", link.value() > 0 ? "interconnect_gb_s" : "unknown");
+    if (l2.value() > 0) {
+        g.l2MiB = l2.value();
+        g.l2Source = str("l2_source", "l2_mib");
+    }
     if (node.value() > 0) {
         if (node.value() != std::floor(node.value()))
             return makeError("gpus_per_node", "must be a positive integer");

@@ -5,6 +5,7 @@
 #include "core/result.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -27,6 +28,8 @@ struct GpuSpec {
     double interconnectBytesPerS = 0;
     std::string interconnect;       ///< "NVLink 4", "PCIe Gen5 x16", ...
     std::string interconnectSource; ///< where the figure comes from
+    std::optional<double> l2MiB;    ///< L2 cache, MiB as the datasheet prints it; unset: unknown
+    std::string l2Source;           ///< the datasheet the L2 figure comes from
 
     /// Memory the vLLM pool model starts from: driver total when known, else datasheet.
     std::int64_t reportedMemoryBytes() const {
@@ -37,7 +40,7 @@ struct GpuSpec {
 
 /// Parses a GPU JSON object: {"id","name","memory_gb","driver_memory_gib"?,"bandwidth_tb_s",
 /// "bf16_tflops","fp8_tflops"?,"fp32_tflops","gpus_per_node"?,"interconnect_gb_s"? (per GPU,
-/// bidirectional),"interconnect"?,"interconnect_source"?}. Never throws.
+/// bidirectional),"interconnect"?,"interconnect_source"?,"l2_mib"?,"l2_source"?}. Never throws.
 Result<GpuSpec> parseGpuJson(std::string_view jsonText, const std::string& fallbackId);
 Result<GpuSpec> loadGpuFile(const std::string& path);
 
