@@ -361,7 +361,7 @@ Status Resolver::compressRatios() {
         auto rope = intField(cfg, "qk_rope_head_dim", p, 0, kMaxField);
         if (!rope.ok())
             return rope.error();
-        // vLLM's DeepSeek-V4 caches exist for compress ratios 0/1 (SWA only), 4 and 128
+        // vLLM's DeepSeek-V4 caches exist for compress ratios 0 (SWA only), 4 and 128
         // (CompressorStateCache asserts compress_ratio in [4, 128]); its fp8_ds_mla entry needs
         // qk_rope_head_dim and a NoPE part that is whole 64-value quant blocks.
         bool vllmLayout = rope.value().has_value() && *rope.value() < in.headDim &&
@@ -373,7 +373,7 @@ Status Resolver::compressRatios() {
                 return makeError(layerRef(p, "compress_ratios", i),
                                  "must be a non-negative integer");
             const std::int64_t ratio = v.get<std::int64_t>();
-            vllmLayout = vllmLayout && (ratio <= 1 || ratio == 4 || ratio == 128);
+            vllmLayout = vllmLayout && (ratio == 0 || ratio == 4 || ratio == 128);
             // One shared K=V latent of head_dim per entry (num_key_value_heads = 1).
             per[i].headDimV = 0;
             per[i].ropeDim = rope.value().value_or(0);
