@@ -10,6 +10,8 @@
 #include "core/model/presets.h"
 
 #include <QtTest/QtTest>
+#include <cmath>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 using namespace kvscope;
@@ -86,6 +88,10 @@ private Q_SLOTS:
     void vllmPaging_data();
     void vllmPaging();
     void crossPagesFixed();
+    void deepseekV4Specs_data();
+    void deepseekV4Specs();
+    void deepseekV4Paging();
+    void deepseekV4OutsideVllmLayout();
     void perRankState();
     void reportsListGroups();
     void pythonLiterals();
@@ -296,6 +302,122 @@ void TestLayers::crossPagesFixed() {
     QCOMPARE(b->vllmBlocksPerRequest - a->vllmBlocksPerRequest, 4LL * (1'024 - 512));
     QCOMPARE(a->vllmBlocksPerRequest - 4LL * 512, 401LL);
     QCOMPARE(a->vllmTokens, b->vllmTokens);
+}
+
+void TestLayers::deepseekV4Specs_data() {
+    QTest::addColumn<int>("group");
+    QTest::addColumn<QString>("specs");
+    QTest::addColumn<qint64>("stateBytes");
+    // DeepSeek-V4-Flash: head_dim 512, qk_rope_head_dim 64, index_head_dim 128, sliding_window
+    // 128, block size 256. "name block window entries entry page", page = round_up(entries ×
+    // entry, 576). fp8_ds_mla entry = 448 NoPE + 64 × 2 RoPE + 448 / 64 scales + 1 pad = 584.
+    // SWA cache: 64 × 584 = 37,376 → 37,440 (65 × 576).
+    // Ratio 0 (layers 0, 1): the SWA cache only, no compressor state.
+    QTest::newRow("v4-flash sliding") << 0 << "swa_cache 64 128 64 584 37440" << 0LL;
+    // Ratio 4 (21 layers): attn 256 // 4 = 64 entries × 584 → 37,440; compressor state coff 2:
+    // 2 × 2 × 512 fp32 = 8,192 B per slot, block 4 → 32,768 → 32,832 (57 × 576), window 2 × 4
+    // = 8; indexer key 128 + 128 // 128 × 4 = 132 B × 64 = 8,448 → 8,640 (15 × 576); indexer
+    // compressor 2 × 2 × 128 × 4 = 2,048 B × 4 = 8,192 → 8,640. State per request: 8 × 8,192 +
+    // 8 × 2,048 = 81,920.
+    QTest::newRow("v4-flash ratio 4")
+        << 1
+        << "swa_cache 64 128 64 584 37440|attn 256 0 64 584 37440|compressor.state_cache 4 8 4 "
+           "8192 32832|indexer.k_cache 256 0 64 132 8640|indexer.compressor.state_cache 4 8 4 "
+           "2048 8640"
+        << 81'920LL;
+    // Ratio 128 (20 layers): attn 256 // 128 = 2 entries × 584 = 1,168 → 1,728 (3 × 576);
+    // compressor coff 1: 2 × 512 × 4 = 4,096 B per slot, block 8 → 32,768 → 32,832, window 128.
+    // State per request: 128 × 4,096 = 524,288.
+    QTest::newRow("v4-flash ratio 128")
+        << 2
+        << "swa_cache 64 128 64 584 37440|attn 256 0 2 584 1728|compressor.state_cache 8 128 8 "
+           "4096 32832"
+        << 524'288LL;
+}
+
+void TestLayers::deepseekV4Specs() {
+    QFETCH(int, group);
+    QFETCH(QString, specs);
+    QFETCH(qint64, stateBytes);
+    auto m = load(QStringLiteral("deepseek-ai__DeepSeek-V4-Flash.json"));
+    QVERIFY2(m.ok(), m.ok() ? "" : m.error().message().c_str());
+    const LayerGroup& g = m->layerGroups.at(static_cast<std::size_t>(group));
+    QVERIFY(g.deepseekV4);
+    QStringList got;
+    for (const Dsv4CacheSpec& s : deepseekV4CacheSpecs(g, 256))
+        got << QStringLiteral("%1 %2 %3 %4 %5 %6")
+                   .arg(QString::fromStdString(s.name))
+                   .arg(s.blockSize)
+                   .arg(s.window)
+                   .arg(s.entriesPerBlock)
+                   .arg(s.entryBytes)
+                   .arg(s.pageBytes);
+    QCOMPARE(got.join(QLatin1Char('|')), specs);
+    QCOMPARE(deepseekV4StateBytes(g), stateBytes);
+}
+
+void TestLayers::deepseekV4Paging() {
+    // vllm/v1/core/kv_cache_utils.py on DeepSeek-V4-Flash, block 256 (kvscope's default 16 is
+    // not a multiple of 256), pool 40 GiB, 8,192-token requests, max_num_batched_tokens 8,192.
+    // Groups: full MLA {37,440 × 21 C4A, 8,640 × 21 indexer keys, 1,728 × 20 C128A} → 21
+    // tuples; SWA (64, 128) 43 layers → 43; C4 state (4, 8): 21 × 32,832 → padded to 37,440 and
+    // 21 × 8,640 → 21; C128 state (8, 128): 20 × 32,832 → 37,440 → 20. _approximate_gcd([21,
+    // 43, 21, 20], ≥ 21) = 22 (padding 1 + 1 + 1 + 2 = 5; 21 would pad 21). SWA splits into
+    // cdiv(43, 22) = 2 groups (22 + 21): 1 + 2 + 1 + 1 = 5 groups. Slots: 37,440 × 22, 8,640 ×
+    // 21, 1,728 × 20 → one block = 823,680 + 181,440 + 34,560 = 1,039,680 B. blocks =
+    // 42,949,672,960 // 1,039,680 = 41,310. Per request: full cdiv(8,192, 256) = 32; SWA
+    // cdiv(min(127 + 8,192, 8,192), 64) + 1 = 129 × 2; C4 state 8,192 / 4 + 1 = 2,049; C128
+    // state 8,192 / 8 + 1 = 1,025 → 3,364. Tokens = int(41,310 / 3,364 × 8,192) = 100,597.
+    auto m = load(QStringLiteral("deepseek-ai__DeepSeek-V4-Flash.json"));
+    QVERIFY2(m.ok(), m.ok() ? "" : m.error().message().c_str());
+    Deployment d;
+    d.poolGiB = 40;
+    auto r = evaluate(m.value(), loadGpu("h200").value(), d);
+    QVERIFY2(r.ok(), r.ok() ? "" : r.error().message().c_str());
+    QCOMPARE(r->pageBytes, 1'039'680LL);
+    QCOMPARE(r->blockSize, 256LL);
+    QCOMPARE(r->vllmKvCacheGroups, 5LL);
+    QCOMPARE(r->vllmGroupSize, 22LL);
+    QCOMPARE(r->vllmPaddingLayers, 5LL);
+    QCOMPARE(r->blocksPerRank, 41'310LL);
+    QCOMPARE(r->vllmBlocksPerRequest, 3'364LL);
+    QCOMPARE(r->vllmTokens, 100'597LL);
+    QCOMPARE(r->vllmConcurrency, 41'310.0 / 3'364.0);
+    // _max_memory_usage_bytes_from_groups: 22 tuples × 3,364 pages × (37,440 + 8,640 + 1,728).
+    QCOMPARE(r->vllmRequestBytesPerRank, 22LL * 3'364 * 47'808);
+    // vLLM PR #44454 (DeepSeek-V4-Flash, fp8 KV): the packed block replaced the earlier
+    // (Σ distinct pages) × tuples = 47,808 × 22 = 1,051,776 B block and the KV cache grew from
+    // 329,601 to 333,437 tokens (+1.16%): the same ratio as 1,051,776 / 1,039,680.
+    QVERIFY(std::abs(47'808.0 * 22 / static_cast<double>(r->pageBytes) - 333'437.0 / 329'601.0) <
+            1e-4);
+    // The layer figures are the same at TP 8: one latent head, replicated.
+    d.tp = 8;
+    auto r8 = evaluate(m.value(), loadGpu("h200").value(), d);
+    QVERIFY(r8.ok());
+    QCOMPARE(r8->pageBytes, 1'039'680LL);
+}
+
+void TestLayers::deepseekV4OutsideVllmLayout() {
+    // A compress ratio vLLM does not build (CompressorStateCache asserts ratio in [4, 128])
+    // keeps the estimate, and the warning says why.
+    std::ifstream f(fixture2026(QStringLiteral("deepseek-ai__DeepSeek-V4-Flash.json")));
+    auto cfg = nlohmann::json::parse(f);
+    cfg["compress_ratios"][3] = 16;
+    auto m = parseModelConfig(cfg.dump(), "v4-ratio-16");
+    QVERIFY2(m.ok(), m.ok() ? "" : m.error().message().c_str());
+    for (const auto& g : m->layerGroups)
+        QVERIFY(!g.deepseekV4);
+    bool named = false;
+    for (const auto& w : m->warnings)
+        named = named || (w.find("compress ratios 0, 4 or 128") != std::string::npos);
+    QVERIFY(named);
+    auto ok = load(QStringLiteral("deepseek-ai__DeepSeek-V4-Flash.json"));
+    QVERIFY(ok.ok());
+    bool exact = false;
+    for (const auto& w : ok->warnings)
+        exact = exact || (w.find("fp8_ds_mla layout") != std::string::npos &&
+                          w.find("approximated") == std::string::npos);
+    QVERIFY(exact);
 }
 
 void TestLayers::reportsListGroups() {

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
+#include <utility>
 
 namespace kvscope::lawdetail {
 
@@ -203,6 +205,132 @@ void hybridGroups(const std::vector<Spec>& specs, const Deployment& d, std::int6
                            std::to_string(groupSize) + " layers");
 }
 
+/// _approximate_gcd: the d in [lower, max] with the least Σ round-up padding; ties → larger d.
+std::int64_t approximateGcd(const std::vector<std::int64_t>& xs, std::int64_t lower) {
+    const std::int64_t hi = *std::max_element(xs.begin(), xs.end());
+    std::int64_t best = std::max<std::int64_t>(1, lower), bestPad = -1;
+    for (std::int64_t dd = best; dd <= hi; ++dd) {
+        std::int64_t pad = 0;
+        for (std::int64_t x : xs)
+            pad += (dd - x % dd) % dd;
+        if (bestPad < 0 || pad <= bestPad) {
+            best = dd;
+            bestPad = pad;
+        }
+    }
+    return best;
+}
+
+/// One DeepSeek-V4 UniformTypeKVCacheSpecs: its layers counted per (padded) page size.
+struct Dsv4Group {
+    std::int64_t block = 0, window = 0;         ///< window 0: the full-MLA group
+    std::map<std::int64_t, std::int64_t> pages; ///< page bytes → layers
+    std::int64_t tuples() const {
+        std::int64_t t = 0;
+        for (const auto& [page, n] : pages)
+            t = std::max(t, n);
+        return t;
+    }
+};
+
+/// group_and_unify_kv_cache_specs: every MLAAttentionSpec in one group, SlidingWindowMLASpecs
+/// grouped by (block_size, sliding_window); then _get_kv_cache_groups_uniform_groups pads each
+/// sliding page to the nearest full-MLA page not smaller. False when vLLM's asserts would fail.
+bool dsv4Groups(const std::vector<GroupCost>& costs, std::int64_t block,
+                std::vector<Dsv4Group>& out, Paging& pg) {
+    out.assign(1, Dsv4Group{block, 0, {}});
+    for (const GroupCost& c : costs) {
+        if (c.group == nullptr)
+            continue;
+        for (const Dsv4CacheSpec& s : deepseekV4CacheSpecs(*c.group, block)) {
+            auto it = std::find_if(out.begin(), out.end(), [&](const Dsv4Group& g) {
+                return s.full ? g.window == 0 : g.block == s.blockSize && g.window == s.window;
+            });
+            if (it == out.end())
+                it = out.insert(out.end(), Dsv4Group{s.blockSize, s.window, {}});
+            it->pages[s.pageBytes] += c.n;
+        }
+    }
+    if (out.front().pages.empty())
+        return false;
+    for (std::size_t i = 1; i < out.size(); ++i) {
+        std::map<std::int64_t, std::int64_t> padded;
+        for (const auto& [page, n] : out[i].pages) {
+            auto up = out.front().pages.lower_bound(page);
+            if (up == out.front().pages.end()) {
+                pg.notes.push_back("a DeepSeek-V4 sliding page (" + withCommas(page) +
+                                   " B) exceeds every full-MLA page: vLLM asserts");
+                return false;
+            }
+            padded[up->first] += n;
+        }
+        out[i].pages = padded;
+    }
+    return true;
+}
+
+/// DeepSeek-V4's packed paging (vllm/v1/core/kv_cache_utils.py): layer tuples aligned by
+/// _approximate_gcd, sliding groups split into cdiv(tuples, T) groups (layer_tuples[i::k]);
+/// _get_kv_cache_config_packed: one block = Σ page × slots (slots = most layers of that page in
+/// any group), num_blocks = pool // that; get_max_concurrency_for_kv_cache_config: Σ over groups
+/// of each spec's pages at max_model_len; get_kv_cache_capacity: tokens = concurrency ·
+/// max_model_len; _max_memory_usage_bytes_from_groups: Σ T · pages · Σ full-MLA page sizes.
+bool dsv4Paging(const std::vector<GroupCost>& costs, const Deployment& d, std::int64_t pool,
+                std::int64_t ctxRank, Paging& pg) {
+    // DeepseekSparseSWABackend.get_preferred_block_size: 256 (the C4A block of 256 // 4 = 64
+    // entries sets the page every other cache is padded to).
+    const std::int64_t block = d.blockSize % 256 == 0 ? d.blockSize : 256;
+    if (block != d.blockSize)
+        pg.notes.push_back("DeepSeek-V4 pages at vLLM's preferred block size 256, not " +
+                           std::to_string(d.blockSize));
+    std::vector<Dsv4Group> groups;
+    if (!dsv4Groups(costs, block, groups, pg))
+        return false;
+    std::vector<std::int64_t> tuples;
+    for (const Dsv4Group& g : groups)
+        tuples.push_back(g.tuples());
+    const std::int64_t T = approximateGcd(tuples, tuples.front());
+    std::map<std::int64_t, std::int64_t> slots = groups.front().pages;
+    std::int64_t need = ceilDiv(ctxRank, block), maxTuples = tuples.front(), kvGroups = 1,
+                 padding = 0, tupleBytes = 0;
+    for (const auto& [page, n] : groups.front().pages)
+        tupleBytes += page;
+    for (std::size_t i = 0; i < groups.size(); ++i)
+        padding += ceilDiv(tuples[i], T) * T - tuples[i];
+    for (std::size_t i = 1; i < groups.size(); ++i) {
+        const Dsv4Group& g = groups[i];
+        const std::int64_t k = ceilDiv(tuples[i], T);
+        const std::int64_t perGroup =
+            ceilDiv(std::min(g.window - 1 + d.maxNumBatchedTokens, d.context), g.block) + 1;
+        for (std::int64_t j = 0; j < k; ++j) {
+            const std::int64_t size = ceilDiv(tuples[i] - j, k); // layer_tuples[j::k]
+            for (const auto& [page, n] : g.pages)
+                slots[page] = std::max(slots[page], size);
+            maxTuples = std::max(maxTuples, size);
+        }
+        kvGroups += k;
+        need += k * perGroup;
+    }
+    std::int64_t perBlock = 0;
+    for (const auto& [page, n] : slots)
+        perBlock += page * n;
+    pg.pageBytes = perBlock;
+    pg.blockSize = block;
+    pg.groups = kvGroups;
+    pg.groupSize = T;
+    pg.paddingLayers = padding;
+    pg.blocks = pool / perBlock;
+    pg.blocksPerRequest = need;
+    pg.requestBytes = maxTuples * need * tupleBytes;
+    pg.concurrency = static_cast<double>(pg.blocks) / static_cast<double>(need);
+    pg.tokens = static_cast<std::int64_t>(pg.concurrency * static_cast<double>(d.context));
+    pg.notes.push_back("DeepSeek-V4 packed layout: one block holds every cache's page (" +
+                       withCommas(perBlock) + " B); " + std::to_string(kvGroups) +
+                       " KV cache groups of " + std::to_string(T) + " layer tuples, " +
+                       std::to_string(padding) + " padding tuple(s); MTP layers not counted");
+    return true;
+}
+
 } // namespace
 
 Paging vllmPaging(const std::vector<GroupCost>& costs, const Deployment& d, std::int64_t pool,
@@ -211,6 +339,11 @@ Paging vllmPaging(const std::vector<GroupCost>& costs, const Deployment& d, std:
     bool anyMamba = false;
     std::vector<Spec> specs = pagedSpecs(costs, anyMamba, pg);
     if (specs.empty())
+        return pg;
+    const bool dsv4 = std::all_of(specs.begin(), specs.end(), [](const Spec& s) {
+        return s.c->group && s.c->group->deepseekV4;
+    });
+    if (dsv4 && dsv4Paging(costs, d, pool, ctxRank, pg))
         return pg;
     if (uniformType(specs) && !anyMamba) {
         uniformPaging(specs, d, pool, ctxRank, pg);

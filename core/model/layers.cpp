@@ -18,6 +18,22 @@ using namespace layersdetail;
 
 namespace {
 
+/// What the DeepSeek-V4 figures leave out. With vLLM's layout (deepseekV4CacheSpecs) the vLLM
+/// pages are exact; the per-token cell stays the served-dtype estimate.
+std::string compressedWarning(bool vllmLayout) {
+    if (vllmLayout)
+        return "DeepSeek-V4 compressed attention: the vLLM pages follow its fp8_ds_mla layout "
+               "(584 B entries, block_size // compress_ratio per block, 576 B-aligned pages, "
+               "compressor ring buffers, the packed per-block layout); the per-token cell and "
+               "the non-vLLM figures count served-dtype entries (1 per compress_ratio tokens + "
+               "the sliding window), and MTP layers are not paged";
+    return "DeepSeek-V4 compressed attention is approximated: a compressed layer counts "
+           "ceil(entry / ratio) bytes per token plus its uncompressed window. vLLM's "
+           "DeepSeek-V4 layout is not applied: it needs compress ratios 0, 4 or 128, "
+           "qk_rope_head_dim, and head_dim - qk_rope_head_dim a multiple of 64 "
+           "(fp8_ds_mla scale blocks), so pages are estimates";
+}
+
 /// One resolution in progress: the config, one spec per layer, the sliding window. The steps
 /// run in order; the first per-layer declaration of the kinds wins (kindsSet), cross-attention,
 /// block configs and global heads apply on top.
@@ -342,6 +358,14 @@ Status Resolver::compressRatios() {
         auto idx = intField(cfg, "index_head_dim", p, 1, kMaxField);
         if (!idx.ok())
             return idx.error();
+        auto rope = intField(cfg, "qk_rope_head_dim", p, 0, kMaxField);
+        if (!rope.ok())
+            return rope.error();
+        // vLLM's DeepSeek-V4 caches exist for compress ratios 0 (SWA only), 4 and 128
+        // (CompressorStateCache asserts compress_ratio in [4, 128]); its fp8_ds_mla entry needs
+        // qk_rope_head_dim and a NoPE part that is whole 64-value quant blocks.
+        bool vllmLayout = rope.value().has_value() && *rope.value() < in.headDim &&
+                          (in.headDim - *rope.value()) % 64 == 0;
         for (std::size_t i = 0; i < L; ++i) {
             const json& v = (*it)[i];
             if (!v.is_number_integer() || v.get<std::int64_t>() < 0 ||
@@ -349,8 +373,10 @@ Status Resolver::compressRatios() {
                 return makeError(layerRef(p, "compress_ratios", i),
                                  "must be a non-negative integer");
             const std::int64_t ratio = v.get<std::int64_t>();
+            vllmLayout = vllmLayout && (ratio == 0 || ratio == 4 || ratio == 128);
             // One shared K=V latent of head_dim per entry (num_key_value_heads = 1).
             per[i].headDimV = 0;
+            per[i].ropeDim = rope.value().value_or(0);
             if (ratio == 0) {
                 setKind(i, LayerKind::Sliding, window, p + "compress_ratios 0 + " + windowSource);
             } else {
@@ -358,24 +384,19 @@ Status Resolver::compressRatios() {
                         p + "compress_ratios (one entry per " + std::to_string(ratio) +
                             " tokens) + " + windowSource + " uncompressed");
                 per[i].auxWindow = window;
-                // The sparse indexer scores the 4x-compressed layers (DeepSeek-V4 report).
+                // Only the 4x-compressed layers have the sparse indexer (vllm/model_executor/
+                // models/deepseek_v4.py: "Only C4A uses sparse attention and hence has indexer").
                 if (ratio == 4)
                     per[i].indexerHeadDim = idx.value().value_or(0);
             }
         }
+        for (std::size_t i = 0; i < L; ++i)
+            per[i].deepseekV4 = vllmLayout;
         if (it->size() > L)
             out.warnings.push_back(p + "compress_ratios has " + std::to_string(it->size()) +
                                    " entries for " + std::to_string(L) +
                                    " layers: the extra entries describe MTP layers");
-        out.warnings.push_back(
-            "DeepSeek-V4 compressed attention is approximated: a compressed layer counts "
-            "ceil(entry / ratio) bytes per token plus its " +
-            std::to_string(window) +
-            "-token uncompressed window. Not modelled: vLLM's DeepSeek-V4 layout "
-            "(v1/kv_cache_interface.py SlidingWindowMLASpec / MLAAttentionSpec, model_version "
-            "deepseek_v4: 584 B fp8_ds_mla entries, block_size // compress_ratio entries per "
-            "block, aligned pages, compressor ring buffers as CircularBufferSpec), so pages and "
-            "the vLLM log lines are estimates");
+        out.warnings.push_back(compressedWarning(vllmLayout));
         kindsSet = true;
     }
     return Ok{};

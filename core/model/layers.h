@@ -61,6 +61,10 @@ struct LayerGroup {
     std::int64_t indexerHeadDim = 0;    ///< DeepSeek sparse-attention indexer key (0 = none)
     std::int64_t encoderTokens = 0;     ///< cross: encoder tokens per request
     std::int64_t auxWindow = 0;         ///< compressed: the uncompressed sliding window
+    /// DeepSeek-V4 layer (compress_ratios 0, 4 or 128): vLLM caches it in the fp8_ds_mla layout
+    /// of deepseekV4CacheSpecs(), whatever the served dtype.
+    bool deepseekV4 = false;
+    std::int64_t ropeDim = 0; ///< DeepSeek-V4: qk_rope_head_dim (bf16 part of an entry)
     StateGeometry state;
     /// At the model's served dtype, whole model (TP = 1): what `size --json` prints.
     std::int64_t bytesPerTokenPerLayer = 0;
@@ -76,6 +80,35 @@ struct LayerGroup {
 /// 128 values (vllm/model_executor/models/deepseek_v2.py, Indexer: head_dim + head_dim //
 /// quant_block_size * 4 with quant_block_size = 128, stored as uint8 whatever the KV dtype).
 std::int64_t indexerBytesPerToken(std::int64_t indexerHeadDim);
+
+/// One KV cache spec vLLM registers for one DeepSeek-V4 layer (vllm/v1/kv_cache_interface.py
+/// MLAAttentionSpec / SlidingWindowMLASpec with alignment 576). `full` specs grow with the request
+/// (FullAttentionSpec rules); the others keep a sliding `window` of block-size slots.
+struct Dsv4CacheSpec {
+    std::string name;                 ///< vLLM layer-name suffix, e.g. "swa_cache"
+    bool full = false;                ///< MLAAttentionSpec (else SlidingWindowMLASpec)
+    std::int64_t blockSize = 0;       ///< tokens per block
+    std::int64_t window = 0;          ///< sliding window in tokens (0 for full specs)
+    std::int64_t entriesPerBlock = 0; ///< storage_block_size = block_size // compress_ratio
+    std::int64_t entryBytes = 0; ///< bytes of one stored entry (token, compressed token, state)
+    std::int64_t pageBytes = 0;  ///< entriesPerBlock × entryBytes rounded up to 576
+};
+
+/// The specs vLLM registers for one DeepSeek-V4 layer group (`g.deepseekV4`) at a full-attention
+/// block size `blockSize` (a multiple of 256), in registration order:
+///  swa_cache (every layer): DeepseekV4SWACache, block 64, window sliding_window, 584 B entries
+///  attn (compress ratio r > 1): DeepseekV4MLAAttention, block_size // r entries of 584 B
+///  compressor.state_cache (r > 1): CompressorStateCache, fp32 kv + score state of
+///    2 · coff · head_dim (coff = 2 for r = 4, else 1), block 4 (r = 4) or 8 (r = 128), window
+///    coff · r
+///  indexer.k_cache (r = 4): DeepseekV4IndexerCache, block_size // 4 entries of 132 B
+///  indexer.compressor.state_cache (r = 4): as the compressor, head_dim = index_head_dim
+/// Empty for other groups.
+std::vector<Dsv4CacheSpec> deepseekV4CacheSpecs(const LayerGroup& g, std::int64_t blockSize);
+
+/// One request's compressor ring buffers in one DeepSeek-V4 layer: window × state entry summed
+/// over its state caches (the unpaged state, independent of the context length).
+std::int64_t deepseekV4StateBytes(const LayerGroup& g);
 
 /// One request's fixed state in one layer on one rank (linear / mamba), vLLM's shapes:
 ///  mamba2_state_shape: conv (conv_kernel - 1) × (d_inner + 2·n_groups'·d_state) / TP, where

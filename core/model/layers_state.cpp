@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
+#include <utility>
 
 namespace kvscope {
 
@@ -49,11 +51,76 @@ bool LayerGroup::sameSpec(const LayerGroup& o) const {
     const auto& b = o.state;
     return kind == o.kind && window == o.window && kvHeads == o.kvHeads && headDimK == o.headDimK &&
            headDimV == o.headDimV && indexerHeadDim == o.indexerHeadDim &&
-           encoderTokens == o.encoderTokens && auxWindow == o.auxWindow && a.form == b.form &&
+           encoderTokens == o.encoderTokens && auxWindow == o.auxWindow &&
+           deepseekV4 == o.deepseekV4 && ropeDim == o.ropeDim && a.form == b.form &&
            a.convKernel == b.convKernel && a.intermediate == b.intermediate &&
            a.nGroups == b.nGroups && a.stateSize == b.stateSize && a.heads == b.heads &&
            a.headDim == b.headDim && a.keyHeads == b.keyHeads && a.keyHeadDim == b.keyHeadDim &&
            a.convBytes == b.convBytes && a.ssmBytes == b.ssmBytes;
+}
+
+namespace {
+
+/// _apply_alignment_padding (vllm/v1/kv_cache_interface.py): round_up(real page, alignment).
+std::int64_t alignPage(std::int64_t real) {
+    constexpr std::int64_t kAlign = 576; // "FlashMLA requires 576B alignment"
+    return (real + kAlign - 1) / kAlign * kAlign;
+}
+
+Dsv4CacheSpec dsv4Spec(std::string name, bool full, std::int64_t block, std::int64_t window,
+                       std::int64_t entries, std::int64_t entryBytes) {
+    return {
+        std::move(name), full, block, window, entries, entryBytes, alignPage(entries * entryBytes)};
+}
+
+/// CompressorStateCache (vllm/model_executor/layers/deepseek_compressor.py): fp32 state of
+/// 2 · coff · head_dim (kv_state + score_state), coff = 1 + (ratio == 4); block_size 4 for
+/// ratio 4, 8 for ratio 128; sliding_window = coff · ratio; one slot per token
+/// (SlidingWindowMLASpec compress_ratio 1).
+Dsv4CacheSpec compressorState(std::string name, std::int64_t ratio, std::int64_t headDim) {
+    const std::int64_t coff = ratio == 4 ? 2 : 1;
+    const std::int64_t block = ratio == 4 ? 4 : 8;
+    return dsv4Spec(std::move(name), false, block, coff * ratio, block, 2 * coff * headDim * 4);
+}
+
+} // namespace
+
+std::vector<Dsv4CacheSpec> deepseekV4CacheSpecs(const LayerGroup& g, std::int64_t blockSize) {
+    std::vector<Dsv4CacheSpec> out;
+    if (!g.deepseekV4 || blockSize <= 0)
+        return out;
+    // fp8_ds_mla entry (DeepseekV4MultiHeadLatentAttentionWrapper head_bytes): NoPE values fp8,
+    // RoPE values bf16, one UE8M0 scale per 64 NoPE values, 1 pad byte: 448 + 128 + 7 + 1 = 584.
+    const std::int64_t nope = g.headDimK - g.ropeDim;
+    const std::int64_t entry = nope + g.ropeDim * 2 + nope / 64 + 1;
+    // DeepseekV4SWACache: SlidingWindowMLASpec, block_size 64 ("C4A KV block shape [256//4,
+    // head_dim] = [64, head_dim] determines the SWA block size of 64 tokens").
+    const std::int64_t window =
+        g.kind == LayerKind::Compressed ? g.auxWindow : g.window.value_or(0);
+    out.push_back(dsv4Spec("swa_cache", false, 64, window, 64, entry));
+    if (g.kind != LayerKind::Compressed)
+        return out;
+    const std::int64_t ratio = g.window.value_or(1);
+    // DeepseekV4MLAAttention.get_kv_cache_spec: MLAAttentionSpec, model_version deepseek_v4,
+    // storage_block_size = block_size // compress_ratio entries of 584 B.
+    out.push_back(dsv4Spec("attn", true, blockSize, 0, blockSize / ratio, entry));
+    out.push_back(compressorState("compressor.state_cache", ratio, g.headDimK));
+    if (g.indexerHeadDim > 0) {
+        // DeepseekV4IndexerCache: MLAAttentionSpec of head_dim + head_dim // 128 · 4 uint8
+        // (fp8 key + fp32 scale), compress_ratio 4, alignment 576.
+        out.push_back(dsv4Spec("indexer.k_cache", true, blockSize, 0, blockSize / ratio,
+                               indexerBytesPerToken(g.indexerHeadDim)));
+        out.push_back(compressorState("indexer.compressor.state_cache", ratio, g.indexerHeadDim));
+    }
+    return out;
+}
+
+std::int64_t deepseekV4StateBytes(const LayerGroup& g) {
+    std::int64_t total = 0;
+    for (const Dsv4CacheSpec& s : deepseekV4CacheSpecs(g, 256))
+        if (s.name.find("state_cache") != std::string::npos)
+            total += s.window * s.entryBytes;
+    return total;
 }
 
 std::int64_t indexerBytesPerToken(std::int64_t indexerHeadDim) {
