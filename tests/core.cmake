@@ -5,6 +5,7 @@ kvscope_add_qtest(NAME tst_law_validation SOURCES tst_law_validation.cpp LIBS kv
 kvscope_add_qtest(NAME tst_model SOURCES tst_model.cpp LIBS kvscope_core)
 kvscope_add_qtest(NAME tst_step SOURCES tst_step.cpp LIBS kvscope_core)
 kvscope_add_qtest(NAME tst_layers SOURCES tst_layers.cpp LIBS kvscope_core)
+kvscope_add_qtest(NAME tst_dtype SOURCES tst_dtype.cpp LIBS kvscope_core)
 kvscope_add_qtest(NAME tst_cli SOURCES tst_cli.cpp LIBS kvscope_core)
 add_dependencies(tst_cli kvscope-cli)
 kvscope_add_qtest(NAME tst_weights SOURCES tst_weights.cpp LIBS kvscope_core)

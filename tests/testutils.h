@@ -60,4 +60,31 @@ inline Report eval(const ModelSpec& m, const GpuSpec& g, const Deployment& d) {
     return r.value();
 }
 
+/// Strict UTF-8 check (no overlongs, no surrogates), so an error line is printable anywhere.
+inline bool validUtf8(const std::string& s) {
+    std::size_t i = 0;
+    while (i < s.size()) {
+        const auto b = static_cast<unsigned char>(s[i]);
+        int len = b < 0x80                   ? 1
+                  : (b >= 0xC2 && b <= 0xDF) ? 2
+                  : (b >= 0xE0 && b <= 0xEF) ? 3
+                  : (b >= 0xF0 && b <= 0xF4) ? 4
+                                             : 0;
+        if (len == 0 || i + static_cast<std::size_t>(len) > s.size())
+            return false;
+        unsigned cp = len == 1 ? b : b & (0x7F >> len);
+        for (int k = 1; k < len; ++k) {
+            const auto c = static_cast<unsigned char>(s[i + static_cast<std::size_t>(k)]);
+            if ((c & 0xC0) != 0x80)
+                return false;
+            cp = (cp << 6) | (c & 0x3F);
+        }
+        if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+            (cp >= 0xD800 && cp <= 0xDFFF))
+            return false;
+        i += static_cast<std::size_t>(len);
+    }
+    return true;
+}
+
 } // namespace kvscope::test

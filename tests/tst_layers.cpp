@@ -8,6 +8,7 @@
 #include "core/model/layers.h"
 #include "core/model/model.h"
 #include "core/model/presets.h"
+#include "testutils.h"
 
 #include <QtTest/QtTest>
 #include <cmath>
@@ -44,33 +45,6 @@ QString summary(const ModelSpec& m) {
     return parts.join(QLatin1Char(' '));
 }
 
-/// Strict UTF-8 check (no overlongs, no surrogates), so an error line is printable anywhere.
-bool validUtf8(const std::string& s) {
-    std::size_t i = 0;
-    while (i < s.size()) {
-        const auto b = static_cast<unsigned char>(s[i]);
-        int len = b < 0x80                   ? 1
-                  : (b >= 0xC2 && b <= 0xDF) ? 2
-                  : (b >= 0xE0 && b <= 0xEF) ? 3
-                  : (b >= 0xF0 && b <= 0xF4) ? 4
-                                             : 0;
-        if (len == 0 || i + static_cast<std::size_t>(len) > s.size())
-            return false;
-        unsigned cp = len == 1 ? b : b & (0x7F >> len);
-        for (int k = 1; k < len; ++k) {
-            const auto c = static_cast<unsigned char>(s[i + static_cast<std::size_t>(k)]);
-            if ((c & 0xC0) != 0x80)
-                return false;
-            cp = (cp << 6) | (c & 0x3F);
-        }
-        if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-            (cp >= 0xD800 && cp <= 0xDFFF))
-            return false;
-        i += static_cast<std::size_t>(len);
-    }
-    return true;
-}
-
 const char* kTiny = R"({"num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 2,
     "hidden_size": 512, "vocab_size": 1000, %1})";
 
@@ -99,10 +73,6 @@ private Q_SLOTS:
     void hostile();
     void hostileBytesOneUtf8Line();
     void sanitize();
-    void dtypeTable_data();
-    void dtypeTable();
-    void dtypeNamesRoundTrip();
-    void dtypeOnMlaLatent();
 };
 
 void TestLayers::configs_data() {
@@ -560,7 +530,7 @@ void TestLayers::hostile() {
     QCOMPARE(QString::fromStdString(m.error().field), field);
     QVERIFY2(QString::fromStdString(m.error().rule).contains(rule), m.error().message().c_str());
     QVERIFY(m.error().message().find('\n') == std::string::npos);
-    QVERIFY(validUtf8(m.error().message()));
+    QVERIFY(test::validUtf8(m.error().message()));
 }
 
 void TestLayers::hostileBytesOneUtf8Line() {
@@ -589,7 +559,7 @@ void TestLayers::hostileBytesOneUtf8Line() {
         auto m = parseModelConfig(text, "bytes");
         QVERIFY(!m.ok());
         const std::string line = m.error().message();
-        QVERIFY2(validUtf8(line), line.c_str());
+        QVERIFY2(test::validUtf8(line), line.c_str());
         QVERIFY(line.find('\n') == std::string::npos);
         QVERIFY(line.find('\x1b') == std::string::npos);
         QVERIFY2(m.error().field == field, line.c_str());
@@ -607,83 +577,6 @@ void TestLayers::sanitize() {
     QCOMPARE(sanitizeForMessage("\xe2\x80\xa8"), std::string("\\u2028"));
     QCOMPARE(sanitizeForMessage("\xc0\xaf"), std::string("\xEF\xBF\xBD\xEF\xBF\xBD")); // overlong
     QCOMPARE(sanitizeForMessage(std::string(200, 'x'), 10), std::string(10, 'x') + "...");
-}
-
-void TestLayers::dtypeTable_data() {
-    QTest::addColumn<QString>("dtype");
-    QTest::addColumn<qint64>("tokenBytes"); // Llama-3-8B layer: 8 KV heads, d_k = d_v = 128
-    QTest::addColumn<qint64>("pageBytes");  // × 16-token block, one layer, TP = 1
-    // 8 × (128 + 128) × 2 = 4,096 B
-    QTest::newRow("bf16") << "bf16" << 4'096LL << 65'536LL;
-    QTest::newRow("auto") << "auto" << 4'096LL << 65'536LL;
-    QTest::newRow("fp32") << "fp32" << 8'192LL << 131'072LL;
-    // 8 × 256 × 1 = 2,048 B
-    QTest::newRow("fp8 e4m3") << "fp8_e4m3" << 2'048LL << 32'768LL;
-    QTest::newRow("fp8 e5m2") << "fp8_e5m2" << 2'048LL << 32'768LL;
-    // nvfp4_kv_cache_full_dim(128) = 64 + 8 = 72 bytes for K and for V: 8 × 144 = 1,152 B
-    QTest::newRow("nvfp4") << "nvfp4" << 1'152LL << 18'432LL;
-    // 8 × (256 × 1 + 2 × 4 B fp32 scales) = 2,112 B
-    QTest::newRow("int8 per token head") << "int8_per_token_head" << 2'112LL << 33'792LL;
-    QTest::newRow("fp8 per token head") << "fp8_per_token_head" << 2'112LL << 33'792LL;
-}
-
-void TestLayers::dtypeTable() {
-    QFETCH(QString, dtype);
-    QFETCH(qint64, tokenBytes);
-    QFETCH(qint64, pageBytes);
-    auto k = parseKvDtype(dtype.toStdString());
-    QVERIFY(k.ok());
-    QCOMPARE(kvTokenBytes(k.value(), 8, 128, 128), tokenBytes);
-    auto m = loadModel("llama-3-8b");
-    QVERIFY(m.ok());
-    Deployment d;
-    d.kvDtype = k.value();
-    d.poolGiB = 40;
-    auto r = evaluate(m.value(), loadGpu("h100-sxm").value(), d);
-    QVERIFY2(r.ok(), r.ok() ? "" : r.error().message().c_str());
-    QCOMPARE(r->pageBytes, pageBytes);
-    QCOMPARE(r->cellBytesPerToken, 32 * tokenBytes);
-    QCOMPARE(r->blocksPerRank, r->pool.poolBytes / (pageBytes * 32));
-}
-
-void TestLayers::dtypeNamesRoundTrip() {
-    QVERIFY(kvDtypeTable().size() >= 10);
-    for (const auto& row : kvDtypeTable()) {
-        auto k = parseKvDtype(row.name);
-        QVERIFY2(k.ok(), row.name);
-        QVERIFY(k.value() == row.dtype);
-        QCOMPARE(toString(row.dtype), std::string(row.name));
-        QVERIFY(std::string(row.engines).find("vllm") != std::string::npos);
-    }
-    QVERIFY(parseKvDtype("fp8_e4m3").value() == KvDtype::FP8);
-    QVERIFY(parseKvDtype("bfloat16").value() == KvDtype::BF16);
-    const auto bad = parseKvDtype("int3\xff");
-    QVERIFY(!bad.ok());
-    QVERIFY(validUtf8(bad.error().message()));
-    QVERIFY(QString::fromStdString(bad.error().rule).contains(QStringLiteral("nvfp4")));
-    // fp8_ds_mla and the indexer: fixed layouts (MLAAttentionSpec: 656; Indexer: 128 + 4).
-    QCOMPARE(kvTokenBytes(KvDtype::FP8DsMla, 1, 576, 0), 656LL);
-    QCOMPARE(indexerBytesPerToken(128), 132LL);
-}
-
-void TestLayers::dtypeOnMlaLatent() {
-    // DeepSeek-V3.2 latent: fp8 576 + indexer 132 = 708; fp8_ds_mla 656 + 132 = 788; nvfp4 and
-    // per-token-head layouts are per-head K/V layouts, refused for the latent.
-    auto m = load(QStringLiteral("deepseek-ai__DeepSeek-V3.2.json"));
-    QVERIFY(m.ok());
-    Deployment d;
-    d.tp = 8;
-    d.poolGiB = 40;
-    d.kvDtype = KvDtype::FP8;
-    QCOMPARE(evaluate(m.value(), loadGpu("h200").value(), d)->cellBytesPerToken, 61LL * 708);
-    d.kvDtype = KvDtype::FP8DsMla;
-    QCOMPARE(evaluate(m.value(), loadGpu("h200").value(), d)->cellBytesPerToken, 61LL * 788);
-    for (KvDtype k : {KvDtype::NVFP4, KvDtype::Int8PerTokenHead, KvDtype::FP8PerTokenHead}) {
-        d.kvDtype = k;
-        auto r = evaluate(m.value(), loadGpu("h200").value(), d);
-        QVERIFY(!r.ok());
-        QCOMPARE(r.error().field, std::string("kv-dtype"));
-    }
 }
 
 QTEST_GUILESS_MAIN(TestLayers)
