@@ -16,14 +16,7 @@ namespace {
 /// Up to three significant digits, trailing zeros dropped: 320, 50.6, 2.5, 4.66.
 std::string compact(double v) {
     const int decimals = std::fabs(v) >= 100 ? 0 : (std::fabs(v) >= 10 ? 1 : 2);
-    std::string s = fixed(v, decimals);
-    if (s.find('.') != std::string::npos) {
-        while (!s.empty() && s.back() == '0')
-            s.pop_back();
-        if (!s.empty() && s.back() == '.')
-            s.pop_back();
-    }
-    return s;
+    return fixedTrimmed(v, decimals);
 }
 
 std::string pad(std::string s, std::size_t width) {
@@ -42,6 +35,17 @@ std::string fixed(double v, int decimals) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
     return buf;
+}
+
+std::string fixedTrimmed(double v, int decimals) {
+    std::string s = fixed(v, decimals);
+    if (s.find('.') != std::string::npos) {
+        while (!s.empty() && s.back() == '0')
+            s.pop_back();
+        if (!s.empty() && s.back() == '.')
+            s.pop_back();
+    }
+    return s;
 }
 
 std::string withCommas(std::int64_t n) {

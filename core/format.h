@@ -19,6 +19,8 @@ std::string humanBandwidth(double bytesPerS);
 std::string humanCount(double n);
 /// "%.*f" without locale surprises.
 std::string fixed(double v, int decimals);
+/// fixed() with trailing zeros (and a trailing point) dropped: "4.70" -> "4.7", "8.00" -> "8".
+std::string fixedTrimmed(double v, int decimals);
 
 /// The readable `kvscope-cli size` report (multi-line, provenance included).
 std::string textReport(const ModelSpec& m, const GpuSpec& gpu, const Report& r);

@@ -1,6 +1,7 @@
 #include "core/engines/torch_alloc.h"
 
 #include "core/model/params.h"
+#include "core/model/weights.h"
 
 #include <algorithm>
 #include <string>
@@ -40,14 +41,7 @@ std::string fusedKey(const std::string& module) {
 /// projections min(TP, h_kv) ways; norms, routers, biases and MLA's down-projections whole.
 std::int64_t perRankBytes(const ModelSpec& m, const WeightTensor& t, std::int64_t tp,
                           std::int64_t elementBytes) {
-    std::int64_t ways = tp;
-    if (t.role == TensorRole::Norm || t.role == TensorRole::Router || !t.linear)
-        ways = t.role == TensorRole::Embedding || t.role == TensorRole::LmHead ? tp : 1;
-    if (t.kvPart && !m.mla)
-        ways = std::min(tp, m.kvHeads.value);
-    if (m.mla && (t.module.find("q_a_proj") != std::string::npos ||
-                  t.module.find("kv_a_proj") != std::string::npos))
-        ways = 1;
+    std::int64_t ways = tensorSplitWays(m, t, tp);
     ways = std::max<std::int64_t>(1, ways);
     return (t.params() * elementBytes + ways - 1) / ways;
 }

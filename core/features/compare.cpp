@@ -17,14 +17,7 @@ namespace {
 
 /// "8", "1.55", "4.7": at most two decimals, trailing zeros dropped.
 std::string factor(double x) {
-    std::string s = fixed(x, 2);
-    if (s.find('.') != std::string::npos) {
-        while (!s.empty() && s.back() == '0')
-            s.pop_back();
-        if (!s.empty() && s.back() == '.')
-            s.pop_back();
-    }
-    return s;
+    return fixedTrimmed(x, 2);
 }
 
 /// The compared quantity: its ratio key, the report field it reads, and the words.

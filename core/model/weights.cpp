@@ -101,10 +101,7 @@ std::string sixteenName(const Resolved& r) {
 
 } // namespace
 
-namespace {
-
-/// How many ways a tensor is split across `tp` ranks (see the header comment).
-std::int64_t splitWays(const ModelSpec& m, const WeightTensor& t, std::int64_t tp) {
+std::int64_t tensorSplitWays(const ModelSpec& m, const WeightTensor& t, std::int64_t tp) {
     std::int64_t ways = tp;
     if (t.role == TensorRole::Norm || t.role == TensorRole::Router || !t.linear)
         ways = t.role == TensorRole::Embedding || t.role == TensorRole::LmHead ? tp : 1;
@@ -115,6 +112,8 @@ std::int64_t splitWays(const ModelSpec& m, const WeightTensor& t, std::int64_t t
         ways = 1;
     return ways;
 }
+
+namespace {
 
 bool endsWith(const std::string& s, const char* tail) {
     const std::size_t n = std::char_traits<char>::length(tail);
@@ -200,9 +199,9 @@ void tallyTensors(const ModelSpec& m, const Resolved& r, std::int64_t tp, std::i
             out.expertBytes += bytes;
         if (t.kvPart && t.linear)
             out.kvProjectionBytes += bytes;
-        perRank += rankBytes > 0
-                       ? static_cast<double>(rankBytes)
-                       : static_cast<double>(bytes) / static_cast<double>(splitWays(m, t, tp));
+        perRank += rankBytes > 0 ? static_cast<double>(rankBytes)
+                                 : static_cast<double>(bytes) /
+                                       static_cast<double>(tensorSplitWays(m, t, tp));
     }
 }
 

@@ -36,6 +36,12 @@ struct LoadedWeights {
 LoadedWeights loadedWeights(const ModelSpec& m, WeightDtype d, std::int64_t tp,
                             std::int64_t kvHeads = 0);
 
+struct WeightTensor;
+
+/// How many ways tensor `t` of `m` is split across `tp` ranks: linear layers TP ways, the K/V
+/// projections min(TP, h_kv) ways, norms, routers, biases and MLA's down-projections whole.
+std::int64_t tensorSplitWays(const ModelSpec& m, const WeightTensor& t, std::int64_t tp);
+
 /// Reads a model: a config.json file, or a snapshot folder holding config.json with its
 /// companions — hf_quant_config.json (ModelOpt quantization) and model.safetensors.index.json
 /// (metadata.total_size: the exact checkpoint size).
