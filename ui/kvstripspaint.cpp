@@ -389,10 +389,54 @@ void KvStripsView::paintQueries(QPainter& p, const std::vector<Item>& items) con
             continue;
         QColor c = it.color;
         c.setAlphaF(static_cast<float>(it.alpha));
-        p.setPen(QPen(pal.color(QPalette::Base), it.rect.width() > 6 ? 1.2 : 0.5));
-        p.setBrush(c);
-        p.drawEllipse(it.key == hovered_ ? it.rect.adjusted(-2, -2, 2, 2) : it.rect);
+        const QPen pen(pal.color(QPalette::Base), it.rect.width() > 6 ? 1.2 : 0.5);
+        const QRectF r = it.key == hovered_ ? it.rect.adjusted(-2, -2, 2, 2) : it.rect;
+        if (p.paintEngine() && p.paintEngine()->type() != QPaintEngine::Raster) {
+            p.setPen(pen); // printing or SVG: the vector shape
+            p.setBrush(c);
+            p.drawEllipse(r);
+            continue;
+        }
+        const double m = std::ceil(pen.widthF()) + 1; // the sprite's margin (see dotSprite)
+        p.drawPixmap(QPointF(std::round(r.left()) - m, std::round(r.top()) - m),
+                     dotSprite(r, c, pen, p));
     }
+}
+
+const QPixmap& KvStripsView::dotSprite(const QRectF& r, const QColor& fill, const QPen& pen,
+                                       const QPainter& p) const {
+    const double dpr = p.device() ? p.device()->devicePixelRatioF() : 1.0;
+    // The dot's offset within its pixel is part of its look: the sprite keeps it, so a dot
+    // lands where drawEllipse would put it.
+    const double fx = r.left() - std::round(r.left()), fy = r.top() - std::round(r.top());
+    const QString key = QStringLiteral("%1|%2|%3|%4|%5|%6|%7|%8")
+                            .arg(r.width())
+                            .arg(r.height())
+                            .arg(fill.rgba())
+                            .arg(pen.color().rgba())
+                            .arg(pen.widthF())
+                            .arg(dpr)
+                            .arg(std::round(fx * 4))
+                            .arg(std::round(fy * 4));
+    auto hit = dotSprites_.constFind(key);
+    if (hit != dotSprites_.constEnd())
+        return *hit;
+    if (dotSprites_.size() > 512) // an animation's fades each make a look of their own
+        dotSprites_.clear();
+    const int margin = static_cast<int>(std::ceil(pen.widthF())) + 1;
+    QPixmap pm(QSize(static_cast<int>(std::ceil(r.width())) + 2 * margin,
+                     static_cast<int>(std::ceil(r.height())) + 2 * margin) *
+               dpr);
+    pm.setDevicePixelRatio(dpr);
+    pm.fill(Qt::transparent);
+    QPainter sp(&pm);
+    sp.setRenderHint(QPainter::Antialiasing, true);
+    sp.setPen(pen);
+    sp.setBrush(fill);
+    sp.drawEllipse(QRectF(QPointF(margin + std::round(fx * 4) / 4, margin + std::round(fy * 4) / 4),
+                          r.size()));
+    sp.end();
+    return *dotSprites_.insert(key, pm);
 }
 
 } // namespace kvscope::ui
