@@ -2,6 +2,8 @@
 
 #include "ui/theme.h"
 
+#include <QHash>
+#include <QTransform>
 #include <algorithm>
 #include <cmath>
 
@@ -86,19 +88,47 @@ QCPGraph* PlotWidget::addGraph(QCPAxis* keyAxis, QCPAxis* valueAxis) {
     return g;
 }
 
-QRectF PlotWidget::itemRect(const QCPItemText* t) {
-    // Each anchor lays the text out again: an upright label needs two corners, not four
-    // (placeFloating asks for every label's box at every spot of every floating label).
-    if (t->rotation() == 0)
-        return QRectF(t->topLeft->pixelPosition(), t->bottomRight->pixelPosition()).normalized();
-    const QPointF c[4] = {t->topLeft->pixelPosition(), t->topRight->pixelPosition(),
-                          t->bottomLeft->pixelPosition(), t->bottomRight->pixelPosition()};
-    double x0 = c[0].x(), x1 = x0, y0 = c[0].y(), y1 = y0;
-    for (const QPointF& p : c) {
-        x0 = std::min(x0, p.x()), x1 = std::max(x1, p.x());
-        y0 = std::min(y0, p.y()), y1 = std::max(y1, p.y());
+QSizeF PlotWidget::textBoxSize(const QCPItemText* t) {
+    // QCPItemText lays its text out again for every anchor asked; placing floating labels asks
+    // for every label's box at every layout. A label's box depends on its font, alignment and
+    // text only, so it is measured once (the same call QCPItemText::anchorPixelPosition makes).
+    static QHash<QString, QSize> sizes;
+    const QFont& font = t->selected() ? t->selectedFont() : t->font();
+    const QString key = font.key() + QLatin1Char('|') + QString::number(int(t->textAlignment())) +
+                        QLatin1Char('|') + t->text();
+    auto hit = sizes.constFind(key);
+    if (hit == sizes.constEnd()) {
+        if (sizes.size() > 4096)
+            sizes.clear();
+        hit = sizes.insert(
+            key, QFontMetrics(font)
+                     .boundingRect(0, 0, 0, 0, Qt::TextDontClip | t->textAlignment(), t->text())
+                     .size());
     }
-    return QRectF(QPointF(x0, y0), QPointF(x1, y1));
+    const QMargins pad = t->padding();
+    return QSizeF(hit->width() + pad.left() + pad.right(),
+                  hit->height() + pad.top() + pad.bottom());
+}
+
+QRectF PlotWidget::itemRect(const QCPItemText* t) {
+    // The box QCPItemText's anchors describe: aligned on its position, then rotated about it.
+    const QSizeF box = textBoxSize(t);
+    const Qt::Alignment a = t->positionAlignment();
+    QPointF tl(0, 0);
+    if (a & Qt::AlignHCenter)
+        tl.rx() -= box.width() / 2.0;
+    else if (a & Qt::AlignRight)
+        tl.rx() -= box.width();
+    if (a & Qt::AlignVCenter)
+        tl.ry() -= box.height() / 2.0;
+    else if (a & Qt::AlignBottom)
+        tl.ry() -= box.height();
+    const QPointF pos = t->position->pixelPosition();
+    QTransform tr;
+    tr.translate(pos.x(), pos.y());
+    if (!qFuzzyIsNull(t->rotation()))
+        tr.rotate(t->rotation());
+    return tr.map(QPolygonF(QRectF(tl, box))).boundingRect();
 }
 
 QVector<QRectF> PlotWidget::labelRects() const {
@@ -152,11 +182,7 @@ void PlotWidget::placeFloating() {
         taken.append(itemRect(t));
     }
     for (auto& [label, spots] : floating_) {
-        const QMargins pad = label->padding();
-        const QRect tb = QFontMetrics(label->font())
-                             .boundingRect(QRect(), label->textAlignment(), label->text());
-        const QSizeF box(tb.width() + pad.left() + pad.right(),
-                         tb.height() + pad.top() + pad.bottom());
+        const QSizeF box = textBoxSize(label);
         const Spot* best = &spots.front();
         int bestCost = -1;
         for (const Spot& s : spots) {

@@ -73,6 +73,7 @@ protected:
     void addFloating(QCPItemText* label, std::vector<Spot> spots);
     void placeFloating();
     static QRectF itemRect(const QCPItemText* t);
+    static QSizeF textBoxSize(const QCPItemText* t);
 
     QCPLegend* bottomLegend_ = nullptr;
     std::vector<std::pair<QPointer<QCPItemText>, std::vector<Spot>>> floating_;
