@@ -82,7 +82,7 @@ void KvStripsView::paintFrame(QPainter& p, const QSize& size, const Frame& frame
     paintCaption(p, size);
     paintRuler(p, frame);
     paintColumns(p, frame);
-    paintFans(p, items);
+    paintFansCached(p, size, items);
     paintStrips(p, items);
     paintQueries(p, items);
 }
@@ -263,6 +263,60 @@ void KvStripsView::paintBrace(QPainter& p, const Frame& frame, const Column& col
     p.setPen(dk ? c.lighter(115) : c.darker(115));
     p.drawText(QRectF(col.x, area.bottom() + 6, col.w, kBottom - 10),
                Qt::AlignHCenter | Qt::AlignTop, tr("GPU %1 … %2").arg(col.rank).arg(col.lastRank));
+}
+
+void KvStripsView::paintFansCached(QPainter& p, const QSize& size,
+                                   const std::vector<Item>& items) const {
+    if (!p.paintEngine() || p.paintEngine()->type() != QPaintEngine::Raster) {
+        paintFans(p, items); // printing or SVG: the vector curves
+        return;
+    }
+    // The fans hang from the query dots to the strips' caps, whose tops stay put while a
+    // context or batch step stretches the strips: they are drawn once per geometry and
+    // stamped from a pixmap (stroking the antialiased curves was a tenth of a step).
+    const double dpr = p.device()->devicePixelRatioF();
+    std::unordered_map<std::uint64_t, const Item*> byKey;
+    for (const auto& it : items)
+        byKey.emplace(it.key, &it);
+    QString key = QStringLiteral("%1x%2|%3|%4|%5")
+                      .arg(size.width())
+                      .arg(size.height())
+                      .arg(dpr)
+                      .arg(isDark(this))
+                      .arg(hovered_);
+    for (const auto& it : items) {
+        if (it.kind != Item::Query && it.kind != Item::Bundle)
+            continue;
+        auto s = byKey.find(it.target);
+        if (s == byKey.end())
+            continue;
+        const QRectF& r = it.rect;
+        const QRectF& sr = s->second->rect;
+        key += QStringLiteral("|%1,%2,%3,%4,%5,%6,%7,%8,%9")
+                   .arg(it.key)
+                   .arg(r.left())
+                   .arg(r.top())
+                   .arg(r.width())
+                   .arg(r.height())
+                   .arg(it.color.rgba())
+                   .arg(std::min(it.alpha, s->second->alpha))
+                   .arg(sr.center().x())
+                   .arg(sr.left())
+                   .append(QLatin1Char(',') + QString::number(sr.width()) + QLatin1Char(',') +
+                           QString::number(sr.top()));
+    }
+    if (key != fansKey_) {
+        QPixmap pm(size * dpr);
+        pm.setDevicePixelRatio(dpr);
+        pm.fill(Qt::transparent);
+        QPainter fp(&pm);
+        fp.setRenderHints(p.renderHints());
+        paintFans(fp, items);
+        fp.end();
+        fans_ = pm;
+        fansKey_ = key;
+    }
+    p.drawPixmap(QPointF(0, 0), fans_);
 }
 
 void KvStripsView::paintFans(QPainter& p, const std::vector<Item>& items) const {

@@ -107,6 +107,7 @@ private:
     void paintFans(QPainter& p, const std::vector<Item>& items) const;
     void paintStrips(QPainter& p, const std::vector<Item>& items) const;
     void paintQueries(QPainter& p, const std::vector<Item>& items) const;
+    void paintFansCached(QPainter& p, const QSize& size, const std::vector<Item>& items) const;
     const QPixmap& dotSprite(const QRectF& r, const QColor& fill, const QPen& pen,
                              const QPainter& p) const;
     QString tipFor(const Item& it) const;
@@ -127,6 +128,9 @@ private:
     /// Query dots stamped from pixmaps, one per look (size, colours, pen, pixel ratio): a
     /// stroked antialiased ellipse per query head was a third of a repaint.
     mutable QHash<QString, QPixmap> dotSprites_;
+    /// The fans layer and the geometry it was drawn for (see paintFansCached).
+    mutable QString fansKey_;
+    mutable QPixmap fans_;
     mutable QString captionTip_; ///< the full caption when the last paint elided part of it
 };
 
