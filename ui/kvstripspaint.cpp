@@ -278,12 +278,9 @@ void KvStripsView::paintFansCached(QPainter& p, const QSize& size,
     std::unordered_map<std::uint64_t, const Item*> byKey;
     for (const auto& it : items)
         byKey.emplace(it.key, &it);
-    QString key = QStringLiteral("%1x%2|%3|%4|%5")
-                      .arg(size.width())
-                      .arg(size.height())
-                      .arg(dpr)
-                      .arg(isDark(this))
-                      .arg(hovered_);
+    // The key as raw numbers: formatting them into a string cost more than the curves.
+    std::vector<double> key{double(size.width()), double(size.height()), dpr, double(isDark(this)),
+                            double(hovered_)};
     for (const auto& it : items) {
         if (it.kind != Item::Query && it.kind != Item::Bundle)
             continue;
@@ -292,18 +289,9 @@ void KvStripsView::paintFansCached(QPainter& p, const QSize& size,
             continue;
         const QRectF& r = it.rect;
         const QRectF& sr = s->second->rect;
-        key += QStringLiteral("|%1,%2,%3,%4,%5,%6,%7,%8,%9")
-                   .arg(it.key)
-                   .arg(r.left())
-                   .arg(r.top())
-                   .arg(r.width())
-                   .arg(r.height())
-                   .arg(it.color.rgba())
-                   .arg(std::min(it.alpha, s->second->alpha))
-                   .arg(sr.center().x())
-                   .arg(sr.left())
-                   .append(QLatin1Char(',') + QString::number(sr.width()) + QLatin1Char(',') +
-                           QString::number(sr.top()));
+        key.insert(key.end(), {double(it.key), r.left(), r.top(), r.width(), r.height(),
+                               double(it.color.rgba()), std::min(it.alpha, s->second->alpha),
+                               sr.left(), sr.width(), sr.top()});
     }
     if (key != fansKey_) {
         QPixmap pm(size * dpr);

@@ -129,7 +129,7 @@ private:
     /// stroked antialiased ellipse per query head was a third of a repaint.
     mutable QHash<QString, QPixmap> dotSprites_;
     /// The fans layer and the geometry it was drawn for (see paintFansCached).
-    mutable QString fansKey_;
+    mutable std::vector<double> fansKey_;
     mutable QPixmap fans_;
     mutable QString captionTip_; ///< the full caption when the last paint elided part of it
 };
