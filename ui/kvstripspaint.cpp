@@ -82,7 +82,7 @@ void KvStripsView::paintFrame(QPainter& p, const QSize& size, const Frame& frame
     paintCaption(p, size);
     paintRuler(p, frame);
     paintColumns(p, frame);
-    paintFans(p, items);
+    paintFansCached(p, size, items);
     paintStrips(p, items);
     paintQueries(p, items);
 }
@@ -265,6 +265,48 @@ void KvStripsView::paintBrace(QPainter& p, const Frame& frame, const Column& col
                Qt::AlignHCenter | Qt::AlignTop, tr("GPU %1 … %2").arg(col.rank).arg(col.lastRank));
 }
 
+void KvStripsView::paintFansCached(QPainter& p, const QSize& size,
+                                   const std::vector<Item>& items) const {
+    if (!p.paintEngine() || p.paintEngine()->type() != QPaintEngine::Raster) {
+        paintFans(p, items); // printing or SVG: the vector curves
+        return;
+    }
+    // The fans hang from the query dots to the strips' caps, whose tops stay put while a
+    // context or batch step stretches the strips: they are drawn once per geometry and
+    // stamped from a pixmap (stroking the antialiased curves was a tenth of a step).
+    const double dpr = p.device()->devicePixelRatioF();
+    std::unordered_map<std::uint64_t, const Item*> byKey;
+    for (const auto& it : items)
+        byKey.emplace(it.key, &it);
+    // The key as raw numbers: formatting them into a string cost more than the curves.
+    std::vector<double> key{double(size.width()), double(size.height()), dpr, double(isDark(this)),
+                            double(hovered_)};
+    for (const auto& it : items) {
+        if (it.kind != Item::Query && it.kind != Item::Bundle)
+            continue;
+        auto s = byKey.find(it.target);
+        if (s == byKey.end())
+            continue;
+        const QRectF& r = it.rect;
+        const QRectF& sr = s->second->rect;
+        key.insert(key.end(), {double(it.key), r.left(), r.top(), r.width(), r.height(),
+                               double(it.color.rgba()), std::min(it.alpha, s->second->alpha),
+                               sr.left(), sr.width(), sr.top()});
+    }
+    if (key != fansKey_) {
+        QPixmap pm(size * dpr);
+        pm.setDevicePixelRatio(dpr);
+        pm.fill(Qt::transparent);
+        QPainter fp(&pm);
+        fp.setRenderHints(p.renderHints());
+        paintFans(fp, items);
+        fp.end();
+        fans_ = pm;
+        fansKey_ = key;
+    }
+    p.drawPixmap(QPointF(0, 0), fans_);
+}
+
 void KvStripsView::paintFans(QPainter& p, const std::vector<Item>& items) const {
     const bool dk = isDark(this);
     // Fans first (under the dots and strips).
@@ -389,10 +431,54 @@ void KvStripsView::paintQueries(QPainter& p, const std::vector<Item>& items) con
             continue;
         QColor c = it.color;
         c.setAlphaF(static_cast<float>(it.alpha));
-        p.setPen(QPen(pal.color(QPalette::Base), it.rect.width() > 6 ? 1.2 : 0.5));
-        p.setBrush(c);
-        p.drawEllipse(it.key == hovered_ ? it.rect.adjusted(-2, -2, 2, 2) : it.rect);
+        const QPen pen(pal.color(QPalette::Base), it.rect.width() > 6 ? 1.2 : 0.5);
+        const QRectF r = it.key == hovered_ ? it.rect.adjusted(-2, -2, 2, 2) : it.rect;
+        if (p.paintEngine() && p.paintEngine()->type() != QPaintEngine::Raster) {
+            p.setPen(pen); // printing or SVG: the vector shape
+            p.setBrush(c);
+            p.drawEllipse(r);
+            continue;
+        }
+        const double m = std::ceil(pen.widthF()) + 1; // the sprite's margin (see dotSprite)
+        p.drawPixmap(QPointF(std::round(r.left()) - m, std::round(r.top()) - m),
+                     dotSprite(r, c, pen, p));
     }
+}
+
+const QPixmap& KvStripsView::dotSprite(const QRectF& r, const QColor& fill, const QPen& pen,
+                                       const QPainter& p) const {
+    const double dpr = p.device() ? p.device()->devicePixelRatioF() : 1.0;
+    // The dot's offset within its pixel is part of its look: the sprite keeps it, so a dot
+    // lands where drawEllipse would put it.
+    const double fx = r.left() - std::round(r.left()), fy = r.top() - std::round(r.top());
+    const QString key = QStringLiteral("%1|%2|%3|%4|%5|%6|%7|%8")
+                            .arg(r.width())
+                            .arg(r.height())
+                            .arg(fill.rgba())
+                            .arg(pen.color().rgba())
+                            .arg(pen.widthF())
+                            .arg(dpr)
+                            .arg(std::round(fx * 4))
+                            .arg(std::round(fy * 4));
+    auto hit = dotSprites_.constFind(key);
+    if (hit != dotSprites_.constEnd())
+        return *hit;
+    if (dotSprites_.size() > 512) // an animation's fades each make a look of their own
+        dotSprites_.clear();
+    const int margin = static_cast<int>(std::ceil(pen.widthF())) + 1;
+    QPixmap pm(QSize(static_cast<int>(std::ceil(r.width())) + 2 * margin,
+                     static_cast<int>(std::ceil(r.height())) + 2 * margin) *
+               dpr);
+    pm.setDevicePixelRatio(dpr);
+    pm.fill(Qt::transparent);
+    QPainter sp(&pm);
+    sp.setRenderHint(QPainter::Antialiasing, true);
+    sp.setPen(pen);
+    sp.setBrush(fill);
+    sp.drawEllipse(QRectF(QPointF(margin + std::round(fx * 4) / 4, margin + std::round(fy * 4) / 4),
+                          r.size()));
+    sp.end();
+    return *dotSprites_.insert(key, pm);
 }
 
 } // namespace kvscope::ui

@@ -6,6 +6,8 @@
 
 #include "core/law/law.h"
 
+#include <QHash>
+#include <QPixmap>
 #include <QVariantAnimation>
 #include <QWidget>
 #include <cstdint>
@@ -105,6 +107,9 @@ private:
     void paintFans(QPainter& p, const std::vector<Item>& items) const;
     void paintStrips(QPainter& p, const std::vector<Item>& items) const;
     void paintQueries(QPainter& p, const std::vector<Item>& items) const;
+    void paintFansCached(QPainter& p, const QSize& size, const std::vector<Item>& items) const;
+    const QPixmap& dotSprite(const QRectF& r, const QColor& fill, const QPen& pen,
+                             const QPainter& p) const;
     QString tipFor(const Item& it) const;
     QString braceTip(const Column& c) const;
     const Item* itemAt(const QPointF& pos) const;
@@ -120,6 +125,12 @@ private:
     double t_ = 1.0;
     QVariantAnimation anim_;
     std::uint64_t hovered_ = ~0ull;
+    /// Query dots stamped from pixmaps, one per look (size, colours, pen, pixel ratio): a
+    /// stroked antialiased ellipse per query head was a third of a repaint.
+    mutable QHash<QString, QPixmap> dotSprites_;
+    /// The fans layer and the geometry it was drawn for (see paintFansCached).
+    mutable std::vector<double> fansKey_;
+    mutable QPixmap fans_;
     mutable QString captionTip_; ///< the full caption when the last paint elided part of it
 };
 

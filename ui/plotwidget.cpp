@@ -2,7 +2,10 @@
 
 #include "ui/theme.h"
 
+#include <QHash>
+#include <QTransform>
 #include <algorithm>
+#include <cmath>
 
 #if KVSCOPE_HAVE_SVG
 #include <QSvgGenerator>
@@ -34,19 +37,98 @@ PlotWidget::PlotWidget(QWidget* parent) : QCustomPlot(parent) {
     connect(this, &QCustomPlot::afterLayout, this, &PlotWidget::placeFloating);
 }
 
-QRectF PlotWidget::itemRect(const QCPItemText* t) {
-    // Each anchor lays the text out again: an upright label needs two corners, not four
-    // (placeFloating asks for every label's box at every spot of every floating label).
-    if (t->rotation() == 0)
-        return QRectF(t->topLeft->pixelPosition(), t->bottomRight->pixelPosition()).normalized();
-    const QPointF c[4] = {t->topLeft->pixelPosition(), t->topRight->pixelPosition(),
-                          t->bottomLeft->pixelPosition(), t->bottomRight->pixelPosition()};
-    double x0 = c[0].x(), x1 = x0, y0 = c[0].y(), y1 = y0;
-    for (const QPointF& p : c) {
-        x0 = std::min(x0, p.x()), x1 = std::max(x1, p.x());
-        y0 = std::min(y0, p.y()), y1 = std::max(y1, p.y());
+void MarkerGraph::drawScatterPlot(QCPPainter* painter, const QVector<QPointF>& scatters,
+                                  const QCPScatterStyle& style) const {
+    if (painter->modes() & (QCPPainter::pmVectorized | QCPPainter::pmNoCaching) ||
+        style.shape() == QCPScatterStyle::ssPixmap || scatters.isEmpty()) {
+        QCPGraph::drawScatterPlot(painter, scatters, style);
+        return;
     }
-    return QRectF(QPointF(x0, y0), QPointF(x1, y1));
+    applyScattersAntialiasingHint(painter);
+    const bool aa = painter->antialiasing();
+    const QPen pen = style.isPenDefined() ? style.pen() : mPen;
+    const double dpr = painter->device() ? painter->device()->devicePixelRatioF() : 1.0;
+    // Everything the shape's pixels depend on.
+    const QString key =
+        QStringLiteral("%1|%2|%3|%4|%5|%6|%7|%8")
+            .arg(int(style.shape()))
+            .arg(style.size())
+            .arg(pen.color().rgba())
+            .arg(pen.widthF())
+            .arg(int(pen.style()))
+            .arg(style.brush().style() == Qt::NoBrush ? 0u : style.brush().color().rgba())
+            .arg(dpr)
+            .arg(aa);
+    // An odd-sized square sprite centred on a pixel centre, as the shape sits on its point.
+    const int half = static_cast<int>(std::ceil(style.size() / 2 + pen.widthF() + 1));
+    const int side = 2 * half + 1;
+    if (key != spriteKey_) {
+        QPixmap pm(QSize(side, side) * dpr);
+        pm.setDevicePixelRatio(dpr);
+        pm.fill(Qt::transparent);
+        QCPPainter pp(&pm);
+        pp.setAntialiasing(aa);
+        style.applyTo(&pp, mPen);
+        style.drawShape(&pp, half + 0.5, half + 0.5);
+        pp.end();
+        sprite_ = pm;
+        spriteKey_ = key;
+    }
+    for (const QPointF& s : scatters)
+        painter->drawPixmap(QPointF(std::floor(s.x()) - half, std::floor(s.y()) - half), sprite_);
+}
+
+QCPGraph* PlotWidget::addGraph(QCPAxis* keyAxis, QCPAxis* valueAxis) {
+    if (!keyAxis)
+        keyAxis = xAxis;
+    if (!valueAxis)
+        valueAxis = yAxis;
+    auto* g = new MarkerGraph(keyAxis, valueAxis);
+    g->setName(QLatin1String("Graph ") + QString::number(graphCount() - 1));
+    return g;
+}
+
+QSizeF PlotWidget::textBoxSize(const QCPItemText* t) {
+    // QCPItemText lays its text out again for every anchor asked; placing floating labels asks
+    // for every label's box at every layout. A label's box depends on its font, alignment and
+    // text only, so it is measured once (the same call QCPItemText::anchorPixelPosition makes).
+    static QHash<QString, QSize> sizes;
+    const QFont& font = t->selected() ? t->selectedFont() : t->font();
+    const QString key = font.key() + QLatin1Char('|') + QString::number(int(t->textAlignment())) +
+                        QLatin1Char('|') + t->text();
+    auto hit = sizes.constFind(key);
+    if (hit == sizes.constEnd()) {
+        if (sizes.size() > 4096)
+            sizes.clear();
+        hit = sizes.insert(
+            key, QFontMetrics(font)
+                     .boundingRect(0, 0, 0, 0, Qt::TextDontClip | t->textAlignment(), t->text())
+                     .size());
+    }
+    const QMargins pad = t->padding();
+    return QSizeF(hit->width() + pad.left() + pad.right(),
+                  hit->height() + pad.top() + pad.bottom());
+}
+
+QRectF PlotWidget::itemRect(const QCPItemText* t) {
+    // The box QCPItemText's anchors describe: aligned on its position, then rotated about it.
+    const QSizeF box = textBoxSize(t);
+    const Qt::Alignment a = t->positionAlignment();
+    QPointF tl(0, 0);
+    if (a & Qt::AlignHCenter)
+        tl.rx() -= box.width() / 2.0;
+    else if (a & Qt::AlignRight)
+        tl.rx() -= box.width();
+    if (a & Qt::AlignVCenter)
+        tl.ry() -= box.height() / 2.0;
+    else if (a & Qt::AlignBottom)
+        tl.ry() -= box.height();
+    const QPointF pos = t->position->pixelPosition();
+    QTransform tr;
+    tr.translate(pos.x(), pos.y());
+    if (!qFuzzyIsNull(t->rotation()))
+        tr.rotate(t->rotation());
+    return tr.map(QPolygonF(QRectF(tl, box))).boundingRect();
 }
 
 QVector<QRectF> PlotWidget::labelRects() const {
@@ -100,11 +182,7 @@ void PlotWidget::placeFloating() {
         taken.append(itemRect(t));
     }
     for (auto& [label, spots] : floating_) {
-        const QMargins pad = label->padding();
-        const QRect tb = QFontMetrics(label->font())
-                             .boundingRect(QRect(), label->textAlignment(), label->text());
-        const QSizeF box(tb.width() + pad.left() + pad.right(),
-                         tb.height() + pad.top() + pad.bottom());
+        const QSizeF box = textBoxSize(label);
         const Spot* best = &spots.front();
         int bestCost = -1;
         for (const Spot& s : spots) {

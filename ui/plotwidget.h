@@ -11,6 +11,23 @@
 
 namespace kvscope::ui {
 
+/// A graph that stamps its point markers from a pixmap rendered once per marker style: each
+/// antialiased ring stroked by QPainter cost as much as laying out a label, and a slider step
+/// redraws every marker. Exports (PDF, SVG, PNG) draw the vector shapes as QCPGraph does, and
+/// scatterStyle() stays the shape (presentation mode enlarges it; the sprite follows).
+class MarkerGraph : public QCPGraph {
+public:
+    using QCPGraph::QCPGraph;
+
+protected:
+    void drawScatterPlot(QCPPainter* painter, const QVector<QPointF>& scatters,
+                         const QCPScatterStyle& style) const override;
+
+private:
+    mutable QString spriteKey_;
+    mutable QPixmap sprite_;
+};
+
 class PlotWidget : public QCustomPlot {
     Q_OBJECT
 public:
@@ -18,6 +35,9 @@ public:
 
     /// Replots once the event loop is idle; many calls in a burst fold into one.
     void requestReplot() { replot(QCustomPlot::rpQueuedReplot); }
+    /// A graph whose markers are drawn from a cached pixmap (hides QCustomPlot::addGraph so the
+    /// plots' graphs all get one).
+    QCPGraph* addGraph(QCPAxis* keyAxis = nullptr, QCPAxis* valueAxis = nullptr);
     /// Vector (PDF, SVG) or raster export chosen by the file's suffix; false on failure.
     bool exportTo(const QString& path, int width = 0, int height = 0);
     /// While a slider is held: no antialiasing, so replots keep up with the drag; on release
@@ -53,6 +73,7 @@ protected:
     void addFloating(QCPItemText* label, std::vector<Spot> spots);
     void placeFloating();
     static QRectF itemRect(const QCPItemText* t);
+    static QSizeF textBoxSize(const QCPItemText* t);
 
     QCPLegend* bottomLegend_ = nullptr;
     std::vector<std::pair<QPointer<QCPItemText>, std::vector<Spot>>> floating_;
