@@ -387,9 +387,9 @@ private Q_SLOTS:
     // Logged weights on a hybrid model keep core's hybrid paging (groups of sliding and full
     // layers): gemma-3-27b with its logged 51.45 GiB is within 1% of the logged tokens.
     void loggedWeightsKeepHybridPaging() {
-        auto log = loadEngineLog(kLogs +
-                                 "vllm-0.19.0-h100/google-gemma-3-27b-it--h100-80gb--tp1pp1dp1--"
-                                 "8192.log");
+        auto log =
+            loadEngineLog(kLogs + "vllm-0.19.0-h100/google-gemma-3-27b-it--h100-80gb--tp1pp1dp1--"
+                                  "8192.log");
         QVERIFY(log.ok());
         ExplainOptions opt;
         opt.configDirs = {kData + "/configs-logged", kData + "/../fixtures/configs-2026"};

@@ -94,8 +94,7 @@ private Q_SLOTS:
         QCOMPARE(q(r.pool.engine.text()), QStringLiteral("sglang@0.4.3"));
         // server_args.py (0.4.3): the default fraction by TP (0.88 at TP 1 … 0.81 at TP 8).
         const std::int64_t tp = w.state().deployment.tp;
-        QCOMPARE(r.pool.memFractionStatic,
-                 tp >= 8 ? 0.81 : tp >= 4 ? 0.85 : tp >= 2 ? 0.87 : 0.88);
+        QCOMPARE(r.pool.memFractionStatic, tp >= 8 ? 0.81 : tp >= 4 ? 0.85 : tp >= 2 ? 0.87 : 0.88);
         QVERIFY(r.pool.poolBytes != before.pool.poolBytes);
         QVERIFY(engineTokens(r) != engineTokens(before));
         QVERIFY(w.numbersPanel()
