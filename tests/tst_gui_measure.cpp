@@ -1,8 +1,12 @@
 // The measurement overlay driven through the real MainWindow (offscreen), on the CPU backend:
 // measured points on the roofline, a measurements file at start, cancelling, the newest job
 // winning, measured steps on the step plot and the job built for the window's state.
+#include "core/model/presets.h"
+#include "core/model/weights.h"
 #include "gpu/backend.h"
 #include "gpu/measurement_json.h"
+#include "gpu/measureplan.h"
+#include "testutils.h"
 #include "testutils_gui.h"
 #include "ui/features.h"
 #include "ui/mainwindow.h"
@@ -37,6 +41,25 @@ gpu::DecodeShape tinyShape(std::int64_t kvHeads, std::int64_t context) {
 class TstGuiMeasure : public QObject {
     Q_OBJECT
 private Q_SLOTS:
+    // Tools > Measure times the KV dtype the window shows: core's dtype maps to the kernels'
+    // (Auto = the checkpoint's served 16-bit type), and layouts no kernel reads map to none.
+    void measuredDtypeIsTheShownOne() {
+        using kvscope::KvDtype;
+        const auto bf16Model = kvscope::loadModel("llama-3-8b").value(); // torch_dtype bfloat16
+        const auto fp16Model =
+            kvscope::loadModelConfigFile(
+                kvscope::test::fixture(QStringLiteral("configs/meta-llama__Llama-2-7b-hf.json")))
+                .value(); // torch_dtype float16
+        QVERIFY(kernelKvDtype(bf16Model, KvDtype::Auto) == kvscope::gpu::KvDtype::Bf16);
+        QVERIFY(kernelKvDtype(fp16Model, KvDtype::Auto) == kvscope::gpu::KvDtype::Fp16);
+        QVERIFY(kernelKvDtype(bf16Model, KvDtype::FP8) == kvscope::gpu::KvDtype::Fp8E4m3);
+        QVERIFY(kernelKvDtype(bf16Model, KvDtype::FP16) == kvscope::gpu::KvDtype::Fp16);
+        QVERIFY(kernelKvDtype(bf16Model, KvDtype::FP32) == kvscope::gpu::KvDtype::Fp32);
+        for (KvDtype k : {KvDtype::NVFP4, KvDtype::FP8E5M2, KvDtype::FP8DsMla,
+                          KvDtype::Int8PerTokenHead, KvDtype::FP8PerTokenHead})
+            QVERIFY(!kernelKvDtype(bf16Model, k).has_value());
+    }
+
     void measureOverlayOnCpu() {
         auto w = makeWindow();
         MeasureController* m = features(*w)->measure();
