@@ -171,13 +171,7 @@ public:
                 break;
         }
         layers_.clear();
-        std::sort(times.begin(), times.end());
-        m.repeats = int(times.size());
-        m.minSeconds = times.front();
-        m.maxSeconds = times.back();
-        m.medianSeconds = times[times.size() / 2];
-        m.bytesPerSecond = m.counts.bytes / m.medianSeconds;
-        m.flopPerSecond = m.counts.flops / m.medianSeconds;
+        setStepTimes(m, std::move(times));
         m.readCeiling = ceilings_.readBytesPerSecond;
         m.peak = ceilings_.peakFor(KvDtype::Bf16);
         const double attnPeak =

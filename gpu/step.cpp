@@ -2,6 +2,7 @@
 // core/law/step.cpp counts a decode step, per layer) and the backend factory.
 #include "gpu/step.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace kvscope::gpu {
@@ -68,6 +69,16 @@ StepCounts countStep(const StepShape& s) {
     c.attentionFlops = L * B * h * S * 2.0 * (dh + dh);
     c.flops = c.gemmFlops + c.attentionFlops;
     return c;
+}
+
+void setStepTimes(StepMeasurement& m, std::vector<double> times) {
+    std::sort(times.begin(), times.end());
+    m.repeats = int(times.size());
+    m.minSeconds = times.front();
+    m.maxSeconds = times.back();
+    m.medianSeconds = times[times.size() / 2];
+    m.bytesPerSecond = m.counts.bytes / m.medianSeconds;
+    m.flopPerSecond = m.counts.flops / m.medianSeconds;
 }
 
 std::string stepTable(const std::vector<StepMeasurement>& steps) {

@@ -111,6 +111,10 @@ std::unique_ptr<StepBackend> makeStepBackend(const std::string& name, std::strin
 /// The step table of `measure --step`: per point the measured time of the scaled stack and
 /// scaled to the model's layers, counted GB and GFLOP, achieved GB/s and GFLOP/s, % of the
 /// roof, the binding term, and a flag on a point more than kCeilingTolerance above its roof.
+/// Fills m's repeats, min/median/max seconds and achieved rates from the timed repeats
+/// (`m.counts` set); `times` is not empty.
+void setStepTimes(StepMeasurement& m, std::vector<double> times);
+
 std::string stepTable(const std::vector<StepMeasurement>& steps);
 
 /// Relative error bound of the stack (bf16 weights and activations, fp32 accumulation): 2e-2.

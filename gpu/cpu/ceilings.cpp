@@ -70,6 +70,15 @@ std::int64_t lastLevelCacheBytes() {
     return l3 > 0 ? l3 : cacheLevelBytes(2);
 }
 
+DeviceInfo cpuDeviceInfo(int threads, std::int64_t lastCacheBytes) {
+    DeviceInfo d;
+    d.name = cpuModelName();
+    d.memoryBytes = physicalMemoryBytes();
+    d.lastCacheBytes = lastCacheBytes;
+    d.multiprocessors = threads;
+    return d;
+}
+
 std::string cpuModelName() {
     std::ifstream f("/proc/cpuinfo");
     std::string line;

@@ -23,6 +23,8 @@ std::int64_t lastLevelCacheBytes();
 std::string cpuModelName();
 /// Physical memory, bytes (0 when unknown).
 std::int64_t physicalMemoryBytes();
+/// This CPU as a measurement device: its model name, memory, last-level cache and `threads`.
+DeviceInfo cpuDeviceInfo(int threads, std::int64_t lastCacheBytes);
 
 /// The best unit a kernel for this KV dtype can compute on here: AMX or vdpbf16ps for bf16 and
 /// fp8 where the CPU has them (and KVSCOPE_CPU_KERNEL does not force another), else fp32 FMA.

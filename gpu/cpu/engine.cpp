@@ -45,12 +45,7 @@ public:
     std::string backendName() const override { return "cpu"; }
 
     std::vector<DeviceInfo> devices() const override {
-        DeviceInfo d;
-        d.name = cpuModelName();
-        d.memoryBytes = physicalMemoryBytes();
-        d.lastCacheBytes = llc_;
-        d.multiprocessors = int(pool_.size());
-        return {d};
+        return {cpuDeviceInfo(int(pool_.size()), llc_)};
     }
 
     std::string supports(const DecodeShape& s) const override {

@@ -76,12 +76,7 @@ public:
 
     std::string name() const override { return "cpu"; }
     std::vector<DeviceInfo> devices() const override {
-        DeviceInfo d;
-        d.name = cpuModelName();
-        d.memoryBytes = physicalMemoryBytes();
-        d.lastCacheBytes = llc_;
-        d.multiprocessors = int(pool_.size());
-        return {d};
+        return {cpuDeviceInfo(int(pool_.size()), llc_)};
     }
     std::string supports(const StepShape& s) const override {
         if (auto e = validateStepShape(s); !e.empty())
@@ -182,13 +177,7 @@ public:
         }
         meter_.spot(gemmUnit(), m.counts.bytes, &readAfter, &peakAfter, &kernel);
         release();
-        std::sort(times.begin(), times.end());
-        m.repeats = int(times.size());
-        m.minSeconds = times.front();
-        m.maxSeconds = times.back();
-        m.medianSeconds = times[times.size() / 2];
-        m.bytesPerSecond = m.counts.bytes / m.medianSeconds;
-        m.flopPerSecond = m.counts.flops / m.medianSeconds;
+        setStepTimes(m, std::move(times));
         m.readCeiling = std::max(readBefore, readAfter);
         m.peak = std::max(peakBefore, peakAfter);
         if (m.readCeiling <= 0)
