@@ -5,6 +5,7 @@
 #include "core/format.h"
 #include "core/law/law.h"
 #include "core/model/presets.h"
+#include "testutils_gui.h"
 #include "ui/kvstripsview.h"
 #include "ui/layerribbon.h"
 #include "ui/mainwindow.h"
@@ -32,6 +33,7 @@
 
 using namespace kvscope;
 using namespace kvscope::ui;
+using namespace kvscope::test;
 
 namespace {
 QString q(const std::string& s) {
@@ -192,41 +194,7 @@ private Q_SLOTS:
         s.deployment.tp = tp;
         QVERIFY(w.applyState(s));
         w.renderNow();
-        for (const char* name : {"roofline", "capacity", "intensity"}) {
-            auto* plot = qobject_cast<PlotWidget*>(w.viewWidget(QLatin1String(name)));
-            QVERIFY(plot);
-            const QRectF area = plot->axisRect()->rect();
-            const auto points = plot->pointPixels();
-            QVERIFY(!points.isEmpty());
-            const auto labels = plot->labelRects();
-            for (int i = 0; i < labels.size(); ++i)
-                for (int j = i + 1; j < labels.size(); ++j)
-                    QVERIFY2(!labels[i].adjusted(2, 2, -2, -2).intersects(labels[j]),
-                             qPrintable(QStringLiteral("%1: two labels overlap (%2,%3 %4x%5 and "
-                                                       "%6,%7 %8x%9)")
-                                            .arg(QLatin1String(name))
-                                            .arg(labels[i].x())
-                                            .arg(labels[i].y())
-                                            .arg(labels[i].width())
-                                            .arg(labels[i].height())
-                                            .arg(labels[j].x())
-                                            .arg(labels[j].y())
-                                            .arg(labels[j].width())
-                                            .arg(labels[j].height())));
-            for (const QRectF& label : labels) {
-                // Inside the plot: never clipped at its edge.
-                QVERIFY2(
-                    area.adjusted(-2, -2, 2, 2).contains(label),
-                    qPrintable(
-                        QStringLiteral("%1: a label runs off the axis").arg(QLatin1String(name))));
-                for (const QPointF& pt : points)
-                    QVERIFY2(!label.adjusted(2, 2, -2, -2).contains(pt),
-                             qPrintable(QStringLiteral("%1: a label covers the point at %2,%3")
-                                            .arg(QLatin1String(name))
-                                            .arg(pt.x())
-                                            .arg(pt.y())));
-            }
-        }
+        verifyPlotLabelsClear(w, 2);
     }
 
     // The numbers panel shows everything at 1600×1000 without scrolling.

@@ -3,6 +3,7 @@
 // covers a point, touches another label or runs off its plot; the
 // brace of collapsed ranks paints its count; the model panel's provenance is never cut.
 #include "core/format.h"
+#include "testutils_gui.h"
 #include "ui/kvstripsview.h"
 #include "ui/mainwindow.h"
 #include "ui/plotwidget.h"
@@ -19,6 +20,7 @@
 
 using namespace kvscope;
 using namespace kvscope::ui;
+using namespace kvscope::test;
 
 namespace {
 
@@ -59,10 +61,6 @@ void addTalkStates() {
                     << flags << size << dark;
 }
 
-QString rectText(const QRectF& r) {
-    return QStringLiteral("%1,%2 %3x%4").arg(r.x()).arg(r.y()).arg(r.width()).arg(r.height());
-}
-
 } // namespace
 
 class TestWindow : public QObject {
@@ -90,31 +88,7 @@ private Q_SLOTS:
         QString err;
         QVERIFY2(applyStartup(w, o, &err), qPrintable(err));
         w.renderNow();
-        for (const char* name : {"roofline", "capacity", "intensity"}) {
-            auto* plot = qobject_cast<PlotWidget*>(w.viewWidget(QLatin1String(name)));
-            QVERIFY(plot);
-            const QRectF area = plot->axisRect()->rect();
-            const auto points = plot->pointPixels();
-            QVERIFY(!points.isEmpty());
-            const auto labels = plot->labelRects();
-            const QString where = QLatin1String(name);
-            for (int i = 0; i < labels.size(); ++i) {
-                QVERIFY2(area.adjusted(-2, -2, 2, 2).contains(labels[i]),
-                         qPrintable(where + QStringLiteral(": label at %1 runs off the plot")
-                                                .arg(rectText(labels[i]))));
-                for (int j = i + 1; j < labels.size(); ++j)
-                    QVERIFY2(
-                        !labels[i].intersects(labels[j]),
-                        qPrintable(where + QStringLiteral(": labels touch (%1 and %2)")
-                                               .arg(rectText(labels[i]), rectText(labels[j]))));
-                for (const QPointF& pt : points)
-                    QVERIFY2(!labels[i].adjusted(2, 2, -2, -2).contains(pt),
-                             qPrintable(where + QStringLiteral(": label at %1 covers %2,%3")
-                                                    .arg(rectText(labels[i]))
-                                                    .arg(pt.x())
-                                                    .arg(pt.y())));
-            }
-        }
+        verifyPlotLabelsClear(w, 0);
     }
 
     // Past the ranks that fit legibly, identical ranks collapse into a brace with a count, and
