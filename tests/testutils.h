@@ -9,6 +9,7 @@
 #pragma once
 
 #include "core/law/law.h"
+#include "core/model/model.h"
 #include "core/model/presets.h"
 
 #include <QString>
@@ -85,6 +86,18 @@ inline bool validUtf8(const std::string& s) {
         i += static_cast<std::size_t>(len);
     }
     return true;
+}
+
+/// Llama-3-8B (L 32, d 4096, h_kv 8, d_h 128) as an fp8 checkpoint in 128 × 128 blocks with one
+/// fp32 scale each (the quantization_config of Qwen3-8B-FP8 and DeepSeek-V3).
+inline Result<ModelSpec> llama3_8bFp8Blocks() {
+    return parseModelConfig(R"({"architectures": ["LlamaForCausalLM"], "model_type": "llama",
+        "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256,
+        "max_position_embeddings": 8192, "torch_dtype": "bfloat16",
+        "quantization_config": {"quant_method": "fp8", "activation_scheme": "dynamic",
+                                "weight_block_size": [128, 128]}})",
+                            "llama-3-8b-fp8");
 }
 
 } // namespace kvscope::test

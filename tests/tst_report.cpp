@@ -8,6 +8,7 @@
 #include "core/format.h"
 #include "core/model/gpu.h"
 #include "core/model/presets.h"
+#include "testutils.h"
 
 #include <QRegularExpression>
 #include <QtTest/QtTest>
@@ -274,13 +275,7 @@ void TestReport::fp8WhatIfTextAndExportAgree() {
     // Llama-3-8B as an fp8 checkpoint in 128 × 128 blocks (one fp32 scale each), h_kv 8 → 4:
     // k_proj + v_proj per layer 2 · (1024 · 4096 + 8·32·4) = 8,390,656 B, what-if
     // 2 · (512 · 4096 + 4·32·4) = 4,195,328 B; × 32 layers = −134,250,496 B.
-    auto m = parseModelConfig(R"({"architectures": ["LlamaForCausalLM"], "model_type": "llama",
-        "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
-        "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256,
-        "max_position_embeddings": 8192, "torch_dtype": "bfloat16",
-        "quantization_config": {"quant_method": "fp8", "activation_scheme": "dynamic",
-                                "weight_block_size": [128, 128]}})",
-                              "llama-3-8b-fp8");
+    auto m = test::llama3_8bFp8Blocks();
     QVERIFY(m.ok());
     const GpuSpec g = gpu("h100-sxm");
     Deployment d;

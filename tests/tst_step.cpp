@@ -286,13 +286,7 @@ void TestStep::fp8WhatIfWeightsAgree() {
     // Checkpoint k_proj and v_proj, 1024 × 4096 each: 4,194,304 B + 8·32 scales · 4 B = 4,195,328
     // B. What-if, 512 × 4096: 2,097,152 + 4·32 · 4 = 2,097,664 B. Delta per layer
     // 2·(2,097,664 − 4,195,328) = −4,195,328 B; × 32 layers = −134,250,496 B.
-    auto m = parseModelConfig(R"({"architectures": ["LlamaForCausalLM"], "model_type": "llama",
-        "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
-        "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256,
-        "max_position_embeddings": 8192, "torch_dtype": "bfloat16",
-        "quantization_config": {"quant_method": "fp8", "activation_scheme": "dynamic",
-                                "weight_block_size": [128, 128]}})",
-                              "llama-3-8b-fp8");
+    auto m = test::llama3_8bFp8Blocks();
     QVERIFY2(m.ok(), m.ok() ? "" : m.error().message().c_str());
     const auto g = gpu("h100-sxm");
     const auto r = eval(m.value(), g, dep(1, 1, 8192, 4));
