@@ -1,6 +1,7 @@
 // GUI tests, offscreen: the pool picker offers every engine release kvscope models plus the
 // datasheet pool, the PP slider splits the layers into stages, both change the report, and a
 // saved session brings both back.
+#include "core/engines/engine.h"
 #include "core/engines/engines.h"
 #include "core/features/session.h"
 #include "core/law/law.h"
@@ -60,6 +61,16 @@ private Q_SLOTS:
     void initTestCase() {
         QStandardPaths::setTestModeEnabled(true);
         applyTheme(ThemeMode::Light);
+    }
+
+    // A fresh window starts from the default release's own utilisation, as `kvscope-cli size`
+    // does: vLLM 0.21 raised it to 0.92 (PR #38284).
+    void defaultStateUsesTheEngineUtil() {
+        MainWindow w(MainWindow::Options{false, false});
+        const Deployment& d = w.state().deployment;
+        QCOMPARE(d.engine, defaultEngine());
+        QCOMPARE(d.gpuMemUtil, 0.92);
+        QCOMPARE(d.gpuMemUtil, defaultGpuMemUtil(d.engine));
     }
 
     // The picker lists core's releases, newest vLLM first and selected by default, then the

@@ -1,5 +1,6 @@
 #include "ui/mainwindow.h"
 
+#include "core/engines/engine.h"
 #include "core/format.h"
 #include "core/model/presets.h"
 #include "ui/kvstripsview.h"
@@ -72,6 +73,8 @@ MainWindow::MainWindow(Options options, QWidget* parent) : QMainWindow(parent), 
         s.gpu = std::move(g).value();
         Deployment d;
         d.tp = 8; // the chapter's node: one KV head per GPU
+        // The default engine's own utilisation, as `kvscope-cli size` starts from it.
+        d.gpuMemUtil = defaultGpuMemUtil(d.engine);
         s.deployment = fitDeployment(s.model, s.gpu, d);
         QString err;
         if (!applyState(s, &err))
