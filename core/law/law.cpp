@@ -247,9 +247,10 @@ Status validateSizes(const ModelSpec& m, const Deployment& d) {
         return makeError("kv-dtype", toString(d.kvDtype) +
                                          " is a per-head K/V layout; vLLM's MLA latent cache "
                                          "does not take it (use fp8 or fp8_ds_mla)");
-    if (d.kvDtype == KvDtype::FP8DsMla && !latent)
-        return makeError("kv-dtype", "fp8_ds_mla is vLLM's MLA latent layout; this deployment "
-                                     "caches per-head K/V (use fp8)");
+    if (!kvDtypeInfo(d.kvDtype).perHeadKv && !latent)
+        return makeError("kv-dtype", toString(d.kvDtype) +
+                                         " is vLLM's MLA latent layout; this deployment caches "
+                                         "per-head K/V (use fp8)");
     if (d.context < 1)
         return makeError("context", "must be a positive number of tokens, got " + str(d.context));
     if (d.context > kMaxContext)

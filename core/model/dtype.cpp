@@ -21,30 +21,30 @@ const std::vector<KvDtypeInfo>& kvDtypeTable() {
     // FullAttentionSpec.real_page_size_bytes, MLAAttentionSpec); vllm/utils/torch_utils.py
     // (nvfp4_kv_cache_full_dim). SGLang: --kv-cache-dtype auto, fp8_e4m3, fp8_e5m2, bf16.
     static const std::vector<KvDtypeInfo> table = {
-        {KvDtype::Auto, "auto", "", "auto (model dtype)", 0, 0, 0, 0, 0, true, true, false,
-         "vllm, sglang", "the served model dtype"},
-        {KvDtype::BF16, "bf16", "bfloat16", "bf16", 16, 0, 0, 0, 0, true, true, false,
-         "vllm, sglang", "2 bytes per element"},
-        {KvDtype::FP16, "fp16", "float16,half", "fp16", 16, 0, 0, 0, 0, true, true, false,
-         "vllm, sglang", "2 bytes per element"},
-        {KvDtype::FP32, "fp32", "float32,float", "fp32", 32, 0, 0, 0, 0, true, true, false, "vllm",
+        {KvDtype::Auto, "auto", "", "auto (model dtype)", 0, 0, 0, 0, 0, true, true, "vllm, sglang",
+         "the served model dtype"},
+        {KvDtype::BF16, "bf16", "bfloat16", "bf16", 16, 0, 0, 0, 0, true, true, "vllm, sglang",
+         "2 bytes per element"},
+        {KvDtype::FP16, "fp16", "float16,half", "fp16", 16, 0, 0, 0, 0, true, true, "vllm, sglang",
+         "2 bytes per element"},
+        {KvDtype::FP32, "fp32", "float32,float", "fp32", 32, 0, 0, 0, 0, true, true, "vllm",
          "4 bytes per element"},
-        {KvDtype::FP8, "fp8", "fp8_e4m3", "fp8 (e4m3)", 8, 0, 0, 0, 0, true, true, true,
-         "vllm, sglang", "1 byte per element, per-tensor scales (KVQuantMode.FP8_PER_TENSOR)"},
-        {KvDtype::FP8E5M2, "fp8_e5m2", "", "fp8 (e5m2)", 8, 0, 0, 0, 0, true, true, true,
-         "vllm, sglang", "1 byte per element, per-tensor scales"},
+        {KvDtype::FP8, "fp8", "fp8_e4m3", "fp8 (e4m3)", 8, 0, 0, 0, 0, true, true, "vllm, sglang",
+         "1 byte per element, per-tensor scales (KVQuantMode.FP8_PER_TENSOR)"},
+        {KvDtype::FP8E5M2, "fp8_e5m2", "", "fp8 (e5m2)", 8, 0, 0, 0, 0, true, true, "vllm, sglang",
+         "1 byte per element, per-tensor scales"},
         {KvDtype::NVFP4, "nvfp4", "", "nvfp4 (4 bits + fp8 scale / 16)", 4, 1, 16, 0, 0, true,
-         false, true, "vllm",
+         false, "vllm",
          "packed fp4 values + one fp8 scale per 16 (nvfp4_kv_cache_full_dim: head_size // 2 + "
          "head_size // 16)"},
         {KvDtype::Int8PerTokenHead, "int8_per_token_head", "", "int8 + fp32 scale / token-head", 8,
-         0, 0, 4, 0, true, false, false, "vllm",
+         0, 0, 4, 0, true, false, "vllm",
          "int8 values + fp32 K and V scales per token per head (AttentionSpec.page_size_bytes)"},
         {KvDtype::FP8PerTokenHead, "fp8_per_token_head", "", "fp8 + fp32 scale / token-head", 8, 0,
-         0, 4, 0, true, false, true, "vllm",
+         0, 4, 0, true, false, "vllm",
          "fp8 values + fp32 K and V scales per token per head (AttentionSpec.page_size_bytes)"},
         {KvDtype::FP8DsMla, "fp8_ds_mla", "", "fp8_ds_mla (656 B/token/layer)", 8, 0, 0, 0,
-         static_cast<int>(kFp8DsMlaBytesPerTokenPerLayer), false, true, true, "vllm",
+         static_cast<int>(kFp8DsMlaBytesPerTokenPerLayer), false, true, "vllm",
          "512 fp8 latent values + 4 fp32 scales + 64 bf16 rope values (MLAAttentionSpec)"},
     };
     return table;
@@ -71,7 +71,6 @@ const KvDtypeInfo& dsIndexerLayout() {
                                     0,
                                     true,
                                     false,
-                                    true,
                                     "vllm",
                                     "DeepSeek-V3.2 indexer key cache"};
     return row;

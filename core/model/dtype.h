@@ -42,9 +42,8 @@ struct KvDtypeInfo {
     int scaleBytesPerTokenHead = 0;
     /// A fixed per-token-per-layer layout replacing the element arithmetic (fp8_ds_mla: 656).
     int fixedBytesPerTokenPerLayer = 0;
-    bool perHeadKv = true; ///< usable for per-head K/V caches
-    bool mlaLatent = true; ///< usable for an MLA latent cache
-    bool fp8Compute = false;
+    bool perHeadKv = true;    ///< usable for per-head K/V caches
+    bool mlaLatent = true;    ///< usable for an MLA latent cache
     const char* engines = ""; ///< engines whose --kv-cache-dtype accepts it
     const char* source = "";
 };
