@@ -413,16 +413,6 @@ Status ModelResolver::dtype() {
             m.warnings.push_back("torch_dtype '" + sanitizeForMessage(dt) +
                                  "' is unusual: assumed 16-bit");
         }
-        const json* q = top.find("quantization_config");
-        if (!q && textConfig)
-            q = r.find("quantization_config");
-        if (q && q->is_object()) {
-            auto it = q->find("quant_method");
-            if (it != q->end() && it->is_string() && it->get<std::string>() == "fp8") {
-                m.fp8Weights = true;
-                m.fp8WeightsSource = "quantization_config.quant_method: fp8";
-            }
-        }
     }
     return Ok{};
 }

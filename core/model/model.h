@@ -71,8 +71,6 @@ struct ModelSpec {
 
     Sourced<std::string> torchDtype;   ///< as declared ("bfloat16", "float32", ...)
     std::int64_t servedDtypeBytes = 2; ///< float32 checkpoints are served in 16-bit
-    bool fp8Weights = false;           ///< config carries an fp8 quantization_config
-    std::string fp8WeightsSource;
 
     /// Per layer: 0 = no window, else the sliding-window (or local-chunk) size in tokens.
     /// Derived from layerGroups.

@@ -181,7 +181,7 @@ void addLayer(Builder& b, const ModelSpec& m, std::size_t i, std::int64_t kvHead
 std::vector<WeightTensor> buildInventory(const ModelSpec& m, std::int64_t kvHeads) {
     std::vector<WeightTensor> out;
     const std::int64_t d = m.hidden.value;
-    const std::int64_t vocab = m.vocab.value > 0 ? m.vocab.value : m.weights.vocabFallback;
+    const std::int64_t vocab = m.vocab.value; // Gemma-3's absent vocab_size: ModelResolver
     Builder b{out, -1, {}};
     b.add("model.embed_tokens", TensorRole::Embedding, vocab + m.weights.extraEmbeddingRows, d, 1,
           false);

@@ -419,10 +419,6 @@ Status familyRules([[maybe_unused]] const json& root, const json& cfg, const std
     if (m.tiedEmbeddings.source.rfind("fallback", 0) == 0 &&
         (m.modelType == "llama4_text" || m.modelType == "llama4"))
         w.untiedByFamily = true;
-    if (m.vocab.value == 0 && (m.modelType == "gemma3_text" || m.modelType == "gemma3")) {
-        w.vocabFallback = 262208; // transformers Gemma3TextConfig default vocab_size
-        w.vocabFallbackSource = "transformers Gemma3TextConfig default (262,208)";
-    }
 
     // Rotary width: the rope part of a head (MLA: qk_rope_head_dim; partial_rotary_factor).
     double partial = 1.0;

@@ -64,8 +64,6 @@ struct WeightSpec {
     /// The config omits tie_word_embeddings and the family's default is untied (Llama-4:
     /// Llama4TextConfig tie_word_embeddings=False), so an lm_head is counted anyway.
     bool untiedByFamily = false;
-    std::int64_t vocabFallback = 0; ///< a family default when the config omits vocab_size
-    std::string vocabFallbackSource;
 
     std::int64_t rotaryDim = 0; ///< width of the rotary part of a head (partial rotary)
     /// The rotary cos/sin caches vLLM allocates on every rank (one per distinct get_rope call).
