@@ -79,12 +79,94 @@ std::int64_t vitBlock(std::int64_t v, std::int64_t ff, bool attnBias, bool gated
     return p;
 }
 
+/// The ViT sizes every vision family reads, and the text model's hidden size it projects to.
+struct VitDims {
+    std::int64_t v = 0, layers = 0, ff = 0, patch = 0, channels = 0, text = 0;
+    std::int64_t patchesPerSide = 0;
+};
+
+const std::string kVisionPre = "vision_config.";
+
+/// Qwen2-VL / Qwen2.5-VL (modeling_qwen2_5_vl.py): Conv3d patch embed (temporal 2, no bias),
+/// RMSNorm blocks with qkv bias and a gated MLP (gate/up/down with bias, Qwen2.5), then the patch
+/// merger: ln_q, Linear(v·m², v·m²), Linear(v·m², out).
+Result<std::int64_t> qwen2VlParams(const json& vc, const VitDims& t, bool gated,
+                                   std::string& source) {
+    const std::string& pre = kVisionPre;
+    WS_TRY(temporal, intField(vc, "temporal_patch_size", pre, 2, 64));
+    WS_TRY(merge, intField(vc, "spatial_merge_size", pre, 2, 64));
+    WS_TRY(out, intField(vc, "out_hidden_size", pre, t.text));
+    const std::int64_t mv = t.v * merge * merge;
+    source = "vision_config (Qwen2.5-VL ViT + patch merger)";
+    return 3 * temporal * t.patch * t.patch * t.v +
+           t.layers * (vitBlock(t.v, t.ff, true, gated, true) - 2 * t.v) + t.v + mv * mv + mv +
+           mv * out + out;
+}
+
+/// Qwen3-VL / Qwen3.5 (modeling_qwen3_vl.py): Conv3d patch embed with bias, learned position
+/// table, LayerNorm blocks with a plain MLP, merger norm + two linears, deepstack mergers.
+Result<std::int64_t> qwen3VlParams(const json& vc, const VitDims& t, std::string& source) {
+    const std::string& pre = kVisionPre;
+    WS_TRY(temporal, intField(vc, "temporal_patch_size", pre, 2, 64));
+    WS_TRY(merge, intField(vc, "spatial_merge_size", pre, 2, 64));
+    WS_TRY(out, intField(vc, "out_hidden_size", pre, t.text));
+    WS_TRY(positions, intField(vc, "num_position_embeddings", pre, 0));
+    const std::int64_t mv = t.v * merge * merge;
+    std::int64_t p = t.channels * temporal * t.patch * t.patch * t.v + t.v + positions * t.v +
+                     t.layers * vitBlock(t.v, t.ff, true, false, true) + 2 * t.v + mv * mv + mv +
+                     mv * out + out;
+    if (const json* ds = member(vc, "deepstack_visual_indexes"); ds && ds->is_array())
+        p += static_cast<std::int64_t>(ds->size()) * (2 * mv + mv * mv + mv + mv * out + out);
+    source = "vision_config (Qwen3-VL ViT + merger)";
+    return p;
+}
+
+/// Llama-4 (modeling_llama4.py): unfold patch embedding (no bias), class token, positions,
+/// LayerNorm pre/post, blocks with biases, pixel-shuffle MLP (no bias), then the multi-modal
+/// projector (no bias).
+Result<std::int64_t> llama4VisionParams(const json& vc, const VitDims& t, std::string& source) {
+    const std::string& pre = kVisionPre;
+    WS_TRY(projIn, intField(vc, "projector_input_dim", pre, 4096));
+    WS_TRY(projOut, intField(vc, "projector_output_dim", pre, 4096));
+    WS_TRY(visionOut, intField(vc, "vision_output_dim", pre, projOut));
+    double ratio = 0.5;
+    if (const json* r = member(vc, "pixel_shuffle_ratio"); r && r->is_number())
+        ratio = r->get<double>();
+    if (!(ratio > 0 && ratio <= 1))
+        return makeError(pre + "pixel_shuffle_ratio", "must be in (0, 1]");
+    const auto shuffled = static_cast<std::int64_t>(std::llround(t.v / (ratio * ratio)));
+    source = "vision_config (Llama-4 ViT + pixel-shuffle adapter + projector)";
+    return t.channels * t.patch * t.patch * t.v + t.v +
+           (t.patchesPerSide * t.patchesPerSide + 1) * t.v + 4 * t.v +
+           t.layers * vitBlock(t.v, t.ff, true, false, true) + shuffled * projIn +
+           projIn * projOut + visionOut * t.text;
+}
+
+/// Mllama (modeling_mllama.py): conv patch embed, class token, gated position and tile
+/// embeddings, local + gated global transformer (attention without bias), then the projector
+/// vision_output_dim × text hidden (+ bias).
+Result<std::int64_t> mllamaVisionParams(const json& vc, const VitDims& t, std::string& source) {
+    const std::string& pre = kVisionPre;
+    WS_TRY(global, intField(vc, "num_global_layers", pre, 8, kMaxLayers));
+    WS_TRY(tiles, intField(vc, "max_num_tiles", pre, 4, 1024));
+    WS_TRY(visionOut, intField(vc, "vision_output_dim", pre, t.v));
+    std::int64_t ratios = 8;
+    if (const json* a = member(vc, "supported_aspect_ratios"); a && a->is_array())
+        ratios = static_cast<std::int64_t>(a->size());
+    const std::int64_t positions = t.patchesPerSide * t.patchesPerSide + 1;
+    const std::int64_t block = vitBlock(t.v, t.ff, false, false, true);
+    source = "vision_config (Mllama ViT + projector)";
+    return t.channels * t.patch * t.patch * t.v + t.v + positions * t.v + 1 +
+           (ratios + 1) * tiles * positions * t.v + 2 * ((ratios + 1) * tiles * t.v + 1) + 4 * t.v +
+           t.layers * block + global * (block + 2) + visionOut * t.text + t.text;
+}
+
 /// Vision tower + projector parameters, or 0 with an empty source when the config has none.
 Result<std::int64_t> visionParams(const json& root, const ModelSpec& m, std::string& source) {
     const json* vc = member(root, "vision_config");
     if (!vc || !vc->is_object())
         return std::int64_t{0};
-    const std::string pre = "vision_config.";
+    const std::string& pre = kVisionPre;
     const std::string type = str(*vc, "model_type");
     const std::string top = str(root, "model_type");
     WS_TRY(v, intField(*vc, "hidden_size", pre, 0));
@@ -92,86 +174,37 @@ Result<std::int64_t> visionParams(const json& root, const ModelSpec& m, std::str
         return makeError(pre + "hidden_size", "missing");
     WS_TRY(layers, intField(*vc, "depth", pre, 0, kMaxLayers));
     WS_TRY(layers2, intField(*vc, "num_hidden_layers", pre, 0, kMaxLayers));
-    const std::int64_t L = layers > 0 ? layers : layers2;
     WS_TRY(ff, intField(*vc, "intermediate_size", pre, 4 * v));
     WS_TRY(patch, intField(*vc, "patch_size", pre, 14, 4096));
     WS_TRY(channels, intField(*vc, "num_channels", pre, 3, 64));
     WS_TRY(image, intField(*vc, "image_size", pre, 0, 1 << 20));
-    const std::int64_t text = m.hidden.value;
-    const std::int64_t patchesPerSide = patch > 0 && image > 0 ? image / patch : 0;
-    std::int64_t p = 0;
-    if (top == "qwen2_5_vl" || top == "qwen2_vl") {
-        // Qwen2.5-VL (modeling_qwen2_5_vl.py): Conv3d patch embed (temporal 2, no bias),
-        // RMSNorm blocks with qkv bias and a gated MLP (gate/up/down with bias), then the
-        // patch merger: ln_q, Linear(v·m², v·m²), Linear(v·m², out).
-        WS_TRY(temporal, intField(*vc, "temporal_patch_size", pre, 2, 64));
-        WS_TRY(merge, intField(*vc, "spatial_merge_size", pre, 2, 64));
-        WS_TRY(out, intField(*vc, "out_hidden_size", pre, text));
-        const bool gated = top == "qwen2_5_vl";
-        const std::int64_t mv = v * merge * merge;
-        p = 3 * temporal * patch * patch * v + L * (vitBlock(v, ff, true, gated, true) - 2 * v) +
-            v + mv * mv + mv + mv * out + out;
-        source = "vision_config (Qwen2.5-VL ViT + patch merger)";
-    } else if (type.rfind("qwen3", 0) == 0 || top.rfind("qwen3_5", 0) == 0 ||
-               top.rfind("qwen3_vl", 0) == 0) {
-        // Qwen3-VL / Qwen3.5 (modeling_qwen3_vl.py): Conv3d patch embed with bias, learned
-        // position table, LayerNorm blocks with a plain MLP, merger norm + two linears.
-        WS_TRY(temporal, intField(*vc, "temporal_patch_size", pre, 2, 64));
-        WS_TRY(merge, intField(*vc, "spatial_merge_size", pre, 2, 64));
-        WS_TRY(out, intField(*vc, "out_hidden_size", pre, text));
-        WS_TRY(positions, intField(*vc, "num_position_embeddings", pre, 0));
-        const std::int64_t mv = v * merge * merge;
-        p = channels * temporal * patch * patch * v + v + positions * v +
-            L * vitBlock(v, ff, true, false, true) + 2 * v + mv * mv + mv + mv * out + out;
-        if (const json* ds = member(*vc, "deepstack_visual_indexes"); ds && ds->is_array())
-            p += static_cast<std::int64_t>(ds->size()) * (2 * mv + mv * mv + mv + mv * out + out);
-        source = "vision_config (Qwen3-VL ViT + merger)";
-    } else if (type == "siglip_vision_model") {
+    const VitDims t{v,
+                    layers > 0 ? layers : layers2,
+                    ff,
+                    patch,
+                    channels,
+                    m.hidden.value,
+                    patch > 0 && image > 0 ? image / patch : 0};
+    if (top == "qwen2_5_vl" || top == "qwen2_vl")
+        return qwen2VlParams(*vc, t, top == "qwen2_5_vl", source);
+    if (type.rfind("qwen3", 0) == 0 || top.rfind("qwen3_5", 0) == 0 ||
+        top.rfind("qwen3_vl", 0) == 0)
+        return qwen3VlParams(*vc, t, source);
+    if (type == "llama4_vision_model")
+        return llama4VisionParams(*vc, t, source);
+    if (type == "mllama_vision_model")
+        return mllamaVisionParams(*vc, t, source);
+    const std::int64_t grid = t.patchesPerSide * t.patchesPerSide;
+    const std::int64_t blocks = t.layers * vitBlock(v, ff, true, false, true);
+    if (type == "siglip_vision_model") {
         // SigLIP (modeling_siglip.py) without the pooling head, then Gemma-3's projector
         // (modeling_gemma3.py Gemma3MultiModalProjector): RMSNorm(v) + v × text.
-        p = channels * patch * patch * v + v + patchesPerSide * patchesPerSide * v +
-            L * vitBlock(v, ff, true, false, true) + 2 * v + v + v * text;
         source = "vision_config (SigLIP + Gemma-3 projector)";
-    } else if (type == "llama4_vision_model") {
-        // Llama-4 (modeling_llama4.py): unfold patch embedding (no bias), class token,
-        // positions, LayerNorm pre/post, blocks with biases, pixel-shuffle MLP (no bias),
-        // then the multi-modal projector (no bias).
-        WS_TRY(projIn, intField(*vc, "projector_input_dim", pre, 4096));
-        WS_TRY(projOut, intField(*vc, "projector_output_dim", pre, 4096));
-        WS_TRY(visionOut, intField(*vc, "vision_output_dim", pre, projOut));
-        double ratio = 0.5;
-        if (const json* r = member(*vc, "pixel_shuffle_ratio"); r && r->is_number())
-            ratio = r->get<double>();
-        if (!(ratio > 0 && ratio <= 1))
-            return makeError(pre + "pixel_shuffle_ratio", "must be in (0, 1]");
-        const auto shuffled = static_cast<std::int64_t>(std::llround(v / (ratio * ratio)));
-        p = channels * patch * patch * v + v + (patchesPerSide * patchesPerSide + 1) * v + 4 * v +
-            L * vitBlock(v, ff, true, false, true) + shuffled * projIn + projIn * projOut +
-            visionOut * text;
-        source = "vision_config (Llama-4 ViT + pixel-shuffle adapter + projector)";
-    } else if (type == "mllama_vision_model") {
-        // Mllama (modeling_mllama.py): conv patch embed, class token, gated position and tile
-        // embeddings, local + gated global transformer (attention without bias), then the
-        // projector vision_output_dim × text hidden (+ bias).
-        WS_TRY(global, intField(*vc, "num_global_layers", pre, 8, kMaxLayers));
-        WS_TRY(tiles, intField(*vc, "max_num_tiles", pre, 4, 1024));
-        WS_TRY(visionOut, intField(*vc, "vision_output_dim", pre, v));
-        std::int64_t ratios = 8;
-        if (const json* a = member(*vc, "supported_aspect_ratios"); a && a->is_array())
-            ratios = static_cast<std::int64_t>(a->size());
-        const std::int64_t positions = patchesPerSide * patchesPerSide + 1;
-        const std::int64_t block = vitBlock(v, ff, false, false, true);
-        p = channels * patch * patch * v + v + positions * v + 1 +
-            (ratios + 1) * tiles * positions * v + 2 * ((ratios + 1) * tiles * v + 1) + 4 * v +
-            L * block + global * (block + 2) + visionOut * text + text;
-        source = "vision_config (Mllama ViT + projector)";
-    } else {
-        // Any other ViT: patch embedding, learned positions, L plain blocks, a linear projector.
-        p = channels * patch * patch * v + patchesPerSide * patchesPerSide * v +
-            L * vitBlock(v, ff, true, false, true) + v * text;
-        source = "vision_config (generic ViT estimate: " + (type.empty() ? top : type) + ")";
+        return channels * patch * patch * v + v + grid * v + blocks + 2 * v + v + v * t.text;
     }
-    return p;
+    // Any other ViT: patch embedding, learned positions, L plain blocks, a linear projector.
+    source = "vision_config (generic ViT estimate: " + (type.empty() ? top : type) + ")";
+    return channels * patch * patch * v + grid * v + blocks + v * t.text;
 }
 
 /// A positive number field of a rope dict, or `fallback` when absent.
