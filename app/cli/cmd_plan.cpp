@@ -137,16 +137,10 @@ int runPlan(const PlanArgs& a) {
 CLI::Validator integer(std::int64_t min) {
     return CLI::Validator(
         [min](std::string& v) -> std::string {
-            std::size_t used = 0;
-            long long n = 0;
-            try {
-                n = std::stoll(v, &used);
-            } catch (const std::exception&) {
-                used = 0;
-            }
-            if (used == 0 || used != v.size())
+            const auto n = kvscope::cli::wholeInteger(v);
+            if (!n)
                 return "must be an integer, got '" + v + "'";
-            if (n < min)
+            if (*n < min)
                 return "must be at least " + std::to_string(min) + ", got " + v;
             return {};
         },
