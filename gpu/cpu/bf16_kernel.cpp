@@ -50,7 +50,7 @@ constexpr std::int64_t kBf16Tile = 32; // tokens per tile: two 16-lane score vec
 /// Copies (bf16) or decodes (fp8) n <= kBf16Tile token rows into a kBf16Tile-row tile whose
 /// rows past n are zero. width is a multiple of 32.
 KVSCOPE_BF16_TARGET void stageTile(const std::uint8_t* src, std::int64_t srcStride, int n,
-                                   int width, bool fp8, std::vector<std::uint16_t>& dst) {
+                                   int width, bool fp8, AlignedVector<std::uint16_t>& dst) {
     dst.resize(std::size_t(kBf16Tile * width));
     std::fill(dst.begin() + std::ptrdiff_t(n) * width, dst.end(), std::uint16_t(0));
     if (!fp8) {
