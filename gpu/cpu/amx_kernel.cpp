@@ -196,11 +196,13 @@ KVSCOPE_AMX_TARGET inline __m512i vChunk(const std::uint8_t* v, std::int64_t vs,
 /// tile (c, 2b) row i, lane 4L + j = (v[32c + 2i][32b + 8L + j], v[32c + 2i + 1][..]); tile
 /// (c, 2b + 1) the same for column 32b + 8L + 4 + j. Pairs past n are zero.
 template <int DV>
-KVSCOPE_AMX_TARGET __attribute__((noinline)) void
-interleaveV(const std::uint8_t* v, std::int64_t vs, int n, bool fp8, ScratchAmx& sc) {
+KVSCOPE_AMX_TARGET __attribute__((noinline)) void interleaveV(const std::uint8_t* v,
+                                                              std::int64_t vs, int n, bool fp8,
+                                                              const Prefetch& pf, ScratchAmx& sc) {
     const Fp8Lut lut = fp8Lut();
     const int pairs = (n + 1) / 2;
     for (int p = 0; p < pairs; ++p) {
+        prefetchPair(pf, p);
         std::uint16_t* d = sc.vv.data() + (p / 16) * (DV / 16) * kTileB + 32 * (p % 16);
         const bool full = 2 * p + 1 < n;
         for (int b = 0; b < DV / 32; ++b) {
@@ -288,7 +290,7 @@ KVSCOPE_AMX_TARGET void attendAmxImpl(const SegmentBf16& sg, ScratchAmx& sc) {
             }
         }
         scoreBlock<DK>(k, ks, groups, sc);
-        interleaveV<DV>(v, vs, n, vFp8, sc);
+        interleaveV<DV>(v, vs, n, vFp8, prefetchAhead(sg, t, kBlock), sc);
         for (int grp = 0; grp < groups; ++grp) {
             softmaxBlock<DV>(grp, n, sg.scoreScale, sc);
             pvBlock<DV>(grp, sc);

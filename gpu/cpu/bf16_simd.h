@@ -2,11 +2,14 @@
 // (exact), 2^x for x <= 0, and the __m512i -> __m512bh cast.
 #pragma once
 
+#include "gpu/cpu/bf16_kernel.h"
 #include "gpu/cpu/simd.h"
 #include "gpu/numerics.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
 namespace kvscope::gpu::detail::cpu {
@@ -21,6 +24,53 @@ inline const std::uint16_t* fp8ToBf16Table() {
         return t;
     }();
     return table.data();
+}
+
+/// Software prefetch (T0) of the K and V rows a later tile reads, a pair of rows at a time
+/// from inside a phase's loop, so the requests spread over the tile's work instead of going
+/// out as one burst. On this Intel VM the hardware streamers alone leave DRAM time and compute
+/// time adding up; a synthetic stream (8 loads + 32 FMAs per 512-byte token) ran 8.3 GB/s
+/// without and 10.1-10.3 GB/s with T0 prefetches 1-4 KB ahead, against 11.1 GB/s for the
+/// loads alone (NOTES.md, "sixth session"). KVSCOPE_CPU_PREFETCH=TOKENS sets the distance
+/// (0: off) for A/B runs.
+struct Prefetch {
+    const std::uint8_t *k = nullptr, *v = nullptr; // the first row to fetch (none: k null)
+    std::int64_t ks = 0, vs = 0;                   // row strides (bytes)
+    int kLines = 0, vLines = 0;                    // cache lines per row; vLines 0 for MLA
+    int rows = 0;                                  // rows to fetch
+};
+inline int prefetchTokens() {
+    static const int tokens = [] {
+        const char* e = std::getenv("KVSCOPE_CPU_PREFETCH");
+        return e ? std::max(0, std::atoi(e)) : 16;
+    }();
+    return tokens;
+}
+/// The `rows` rows from token t + prefetchTokens() on, within the segment.
+inline Prefetch prefetchAhead(const SegmentBf16& sg, std::int64_t t, int rows) {
+    Prefetch pf;
+    const std::int64_t from = t + prefetchTokens();
+    if (prefetchTokens() == 0 || from >= sg.t1)
+        return pf;
+    pf.k = sg.keys + from * sg.keyRowBytes;
+    pf.v = sg.values + from * sg.valueRowBytes;
+    pf.ks = sg.keyRowBytes;
+    pf.vs = sg.valueRowBytes;
+    pf.kLines = int((sg.keyRowBytes + 63) / 64);
+    pf.vLines = sg.values == sg.keys ? 0 : int((sg.valueRowBytes + 63) / 64);
+    pf.rows = int(std::min<std::int64_t>(rows, sg.t1 - from));
+    return pf;
+}
+/// Prefetches rows 2p and 2p + 1 of pf (those that exist).
+inline void prefetchPair(const Prefetch& pf, int p) {
+    if (!pf.k)
+        return;
+    for (int r = 2 * p; r < std::min(2 * p + 2, pf.rows); ++r) {
+        for (int i = 0; i < pf.kLines; ++i)
+            __builtin_prefetch(pf.k + r * pf.ks + 64 * i, 0, 3);
+        for (int i = 0; i < pf.vLines; ++i)
+            __builtin_prefetch(pf.v + r * pf.vs + 64 * i, 0, 3);
+    }
 }
 
 #if KVSCOPE_HAVE_BF16_KERNEL
