@@ -53,9 +53,12 @@ using namespace amx;
 /// (log2 units): weights stay <= 256, far inside fp32 and bf16 range.
 constexpr float kRescaleLog2 = 8.0f;
 
-/// Tokens per block: two score tiles, one P·V chunk. CPU-time bench (NOTES.md, "sixth
-/// session"): 32-token blocks beat 64 and 128 (g 8: 20.7 vs 30 and 28 ns per token).
-constexpr int kBlock = 32;
+/// Tokens per block: 32 (two score tiles, one P·V chunk), or 64 for MLA's 512 value columns,
+/// whose 32 accumulator tiles are then loaded and stored once per two chunks. CPU-time bench
+/// (NOTES.md, "sixth session"): g 8 32 tokens 20.7, 64 30, 128 28 ns per token.
+constexpr int blockTokens(int valueDim) {
+    return valueDim >= 512 ? 64 : 32;
+}
 
 /// n <= block token rows (bf16 copied, fp8 decoded exactly) into a block-row tile whose rows
 /// past n are zero. width is a multiple of 32.
@@ -96,22 +99,25 @@ template <int DK> void prepareQ(const SegmentBf16& sg, int groups, ScratchAmx& s
 /// lanes): two 16-token accumulators share each Q^T tile; the two K tiles alternate so a load
 /// does not wait for the product reading the other.
 template <int DK>
-KVSCOPE_AMX_TARGET __attribute__((noinline)) void scoreBlock(const std::uint8_t* k, std::int64_t ks,
-                                                             int groups, ScratchAmx& sc) {
+KVSCOPE_AMX_TARGET __attribute__((noinline)) void
+scoreBlock(const std::uint8_t* k, std::int64_t ks, int groups, int block, ScratchAmx& sc) {
     constexpr int NKC = DK / 32;
-    for (int grp = 0; grp < groups; ++grp) {
-        _tile_zero(0);
-        _tile_zero(1);
-        for (int c = 0; c < NKC; ++c) {
-            _tile_loadd(3, sc.qt.data() + (grp * NKC + c) * kTileB, 64);
-            _tile_loadd(2, k + c * 64, ks);
-            _tile_dpbf16ps(0, 2, 3);
-            _tile_loadd(7, k + 16 * ks + c * 64, ks);
-            _tile_dpbf16ps(1, 7, 3);
+    for (int grp = 0; grp < groups; ++grp)
+        for (int h = 0; h < block; h += 32) {
+            const std::uint8_t* kh = k + h * ks;
+            _tile_zero(0);
+            _tile_zero(1);
+            for (int c = 0; c < NKC; ++c) {
+                _tile_loadd(3, sc.qt.data() + (grp * NKC + c) * kTileB, 64);
+                _tile_loadd(2, kh + c * 64, ks);
+                _tile_dpbf16ps(0, 2, 3);
+                _tile_loadd(7, kh + 16 * ks + c * 64, ks);
+                _tile_dpbf16ps(1, 7, 3);
+            }
+            float* st = sc.st.data() + (grp * block + h) * 16;
+            _tile_stored(0, st, 64);
+            _tile_stored(1, st + 256, 64);
         }
-        _tile_stored(0, sc.st.data() + grp * 32 * 16, 64);
-        _tile_stored(1, sc.st.data() + grp * 32 * 16 + 256, 64);
-    }
 }
 
 /// Raises the reference maximum of the lanes whose block maximum passed it by more than
@@ -141,9 +147,9 @@ template <int DV> KVSCOPE_AMX_TARGET void raiseMax(int grp, __m512 blockMax, Scr
 /// Online softmax of one group over the block: the reference maximum, bf16 probabilities as
 /// the P·V A tiles (sc.pa), and the sum of the rounded values.
 template <int DV>
-KVSCOPE_AMX_TARGET __attribute__((noinline)) void softmaxBlock(int grp, int n, float scale,
-                                                               ScratchAmx& sc) {
-    const float* st = sc.st.data() + grp * kBlock * 16;
+KVSCOPE_AMX_TARGET __attribute__((noinline)) void softmaxBlock(int grp, int n, int block,
+                                                               float scale, ScratchAmx& sc) {
+    const float* st = sc.st.data() + grp * block * 16;
     const __m512 vs = _mm512_set1_ps(scale);
     __m512 mx = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
     for (int t = 0; t < n; ++t)
@@ -175,7 +181,7 @@ KVSCOPE_AMX_TARGET __attribute__((noinline)) void softmaxBlock(int grp, int n, f
                                               _mm512_castsi512_ps(_mm512_and_si512(x[i], hiMask))));
         }
         transpose16(x); // x[r] = query row r's 32 probabilities, in token order
-        std::uint16_t* pa = sc.pa.data() + (grp + c) * kTileB;
+        std::uint16_t* pa = sc.pa.data() + (grp * (block / 32) + c) * kTileB;
         for (int r = 0; r < 16; ++r)
             _mm512_storeu_si512(pa + 32 * r, x[r]);
     }
@@ -223,21 +229,25 @@ KVSCOPE_AMX_TARGET __attribute__((noinline)) void interleaveV(const std::uint8_t
             std::memset(sc.vv.data() + ((p / 16) * (DV / 16) + b) * kTileB + 32 * (p % 16), 0, 64);
 }
 
-/// acc += P V for one group over the block's 32 tokens: two output tiles per pass, loaded
-/// from and stored back to sc.acc.
+/// acc += P V for one group over the block's chunks of 32 tokens: two output tiles per pass,
+/// loaded from and stored back to sc.acc, summed over the chunks in tile registers.
 template <int DV>
-KVSCOPE_AMX_TARGET __attribute__((noinline)) void pvBlock(int grp, ScratchAmx& sc) {
+KVSCOPE_AMX_TARGET __attribute__((noinline)) void pvBlock(int grp, int chunks, int block,
+                                                          ScratchAmx& sc) {
     constexpr int NB = DV / 16;
     float* acc = sc.acc.data() + grp * NB * 256;
-    const std::uint16_t* pa = sc.pa.data() + grp * kTileB;
+    const std::uint16_t* pa = sc.pa.data() + grp * (block / 32) * kTileB;
     for (int b = 0; b < NB; b += 2) {
         _tile_loadd(4, acc + b * 256, 64);
         _tile_loadd(5, acc + (b + 1) * 256, 64);
-        _tile_loadd(6, pa, 64);
-        _tile_loadd(3, sc.vv.data() + b * kTileB, 64);
-        _tile_dpbf16ps(4, 6, 3);
-        _tile_loadd(7, sc.vv.data() + (b + 1) * kTileB, 64);
-        _tile_dpbf16ps(5, 6, 7);
+        for (int c = 0; c < chunks; ++c) {
+            const std::uint16_t* vv = sc.vv.data() + (c * NB + b) * kTileB;
+            _tile_loadd(6, pa + c * kTileB, 64);
+            _tile_loadd(3, vv, 64);
+            _tile_dpbf16ps(4, 6, 3);
+            _tile_loadd(7, vv + kTileB, 64);
+            _tile_dpbf16ps(5, 6, 7);
+        }
         _tile_stored(4, acc + b * 256, 64);
         _tile_stored(5, acc + (b + 1) * 256, 64);
     }
@@ -265,6 +275,7 @@ KVSCOPE_AMX_TARGET void attendAmxImpl(const SegmentBf16& sg, ScratchAmx& sc) {
     const int groups = (R + 15) / 16;
     const bool fp8 = sg.dtype != KvDtype::Bf16, mla = sg.values == sg.keys;
     prepareQ<DK>(sg, groups, sc);
+    constexpr int kBlock = blockTokens(DV);
     sc.kTile.resize(std::size_t(kBlock * DK));
     sc.vv.resize(std::size_t(kBlock / 32 * DV / 16 * kTileB));
     sc.pa.resize(std::size_t(groups * kBlock / 32 * kTileB));
@@ -289,11 +300,11 @@ KVSCOPE_AMX_TARGET void attendAmxImpl(const SegmentBf16& sg, ScratchAmx& sc) {
                 vFp8 = false;
             }
         }
-        scoreBlock<DK>(k, ks, groups, sc);
+        scoreBlock<DK>(k, ks, groups, kBlock, sc);
         interleaveV<DV>(v, vs, n, vFp8, prefetchAhead(sg, t, kBlock), sc);
         for (int grp = 0; grp < groups; ++grp) {
-            softmaxBlock<DV>(grp, n, sg.scoreScale, sc);
-            pvBlock<DV>(grp, sc);
+            softmaxBlock<DV>(grp, n, kBlock, sg.scoreScale, sc);
+            pvBlock<DV>(grp, (n + 31) / 32, kBlock, sc);
         }
     }
     _tile_release();

@@ -45,7 +45,7 @@ KVSCOPE_AMX_TARGET inline void loadAttentionConfig(int pvRows) {
     _tile_loadconfig(&c);
 }
 
-// Tiles 0-3 accumulate (C), 4 and 6 hold A, 5 and 6 B (by the helper).
+// The peak chain accumulates in tiles 0-3.
 KVSCOPE_AMX_TARGET inline void zeroC(int j) {
     switch (j) {
     case 0:
@@ -59,22 +59,6 @@ KVSCOPE_AMX_TARGET inline void zeroC(int j) {
         break;
     default:
         _tile_zero(3);
-        break;
-    }
-}
-KVSCOPE_AMX_TARGET inline void loadC(int j, const float* src) {
-    switch (j) {
-    case 0:
-        _tile_loadd(0, src, 64);
-        break;
-    case 1:
-        _tile_loadd(1, src, 64);
-        break;
-    case 2:
-        _tile_loadd(2, src, 64);
-        break;
-    default:
-        _tile_loadd(3, src, 64);
         break;
     }
 }
@@ -94,50 +78,6 @@ KVSCOPE_AMX_TARGET inline void storeC(int j, float* dst) {
         break;
     }
 }
-/// C_j += A (tile 4) x B, with B loaded from b (64-byte rows) into tile 5 or 6 by j's parity.
-KVSCOPE_AMX_TARGET inline void dpB(int j, const void* b) {
-    switch (j) {
-    case 0:
-        _tile_loadd(5, b, 64);
-        _tile_dpbf16ps(0, 4, 5);
-        break;
-    case 1:
-        _tile_loadd(6, b, 64);
-        _tile_dpbf16ps(1, 4, 6);
-        break;
-    case 2:
-        _tile_loadd(5, b, 64);
-        _tile_dpbf16ps(2, 4, 5);
-        break;
-    default:
-        _tile_loadd(6, b, 64);
-        _tile_dpbf16ps(3, 4, 6);
-        break;
-    }
-}
-/// C_j += A x B (tile 5), with A loaded from a (rows `stride` apart) into tile 4 or 6 by j's
-/// parity, so the next load does not wait for the previous product.
-KVSCOPE_AMX_TARGET inline void dpA(int j, const void* a, std::int64_t stride) {
-    switch (j) {
-    case 0:
-        _tile_loadd(4, a, stride);
-        _tile_dpbf16ps(0, 4, 5);
-        break;
-    case 1:
-        _tile_loadd(6, a, stride);
-        _tile_dpbf16ps(1, 6, 5);
-        break;
-    case 2:
-        _tile_loadd(4, a, stride);
-        _tile_dpbf16ps(2, 4, 5);
-        break;
-    default:
-        _tile_loadd(6, a, stride);
-        _tile_dpbf16ps(3, 6, 5);
-        break;
-    }
-}
-
 /// Lane i of row o[c] = row r[i]'s lane c (16 x 16 dwords).
 KVSCOPE_AMX_TARGET inline void transpose16(__m512i r[16]) {
     __m512i t[16], u[16];
