@@ -321,9 +321,9 @@ KVSCOPE_BF16_TARGET void attendBf16Impl(const SegmentBf16& sg, ScratchBf16& sc) 
     for (std::int64_t t = sg.t0; t < sg.t1; t += T) {
         const int n = int(std::min<std::int64_t>(T, sg.t1 - t));
         const TileRows tr = tileRows<DK, DV>(sg, t, n, sc);
-        // Software prefetch spread over the P·V pass (bf16_simd.h's Prefetch). On the AMD VM
-        // of earlier sessions bursts of 2 x 128 prefetches per tile cost 1.4-1.9x and spread
-        // ones changed nothing; this Intel VM's streamers leave compute and DRAM time adding.
+        // Optional software prefetch spread over the P·V pass (bf16_simd.h's Prefetch, off by
+        // default). On the AMD VM of earlier sessions bursts of 2 x 128 prefetches per tile
+        // cost 1.4-1.9x and spread ones changed nothing.
         const __mmask16 valid0 = n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1u);
         const __mmask16 valid1 = n <= 16   ? __mmask16(0)
                                  : n >= 32 ? __mmask16(0xffff)

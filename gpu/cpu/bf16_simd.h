@@ -28,11 +28,11 @@ inline const std::uint16_t* fp8ToBf16Table() {
 
 /// Software prefetch (T0) of the K and V rows a later tile reads, a pair of rows at a time
 /// from inside a phase's loop, so the requests spread over the tile's work instead of going
-/// out as one burst. On this Intel VM the hardware streamers alone leave DRAM time and compute
-/// time adding up; a synthetic stream (8 loads + 32 FMAs per 512-byte token) ran 8.3 GB/s
-/// without and 10.1-10.3 GB/s with T0 prefetches 1-4 KB ahead, against 11.1 GB/s for the
-/// loads alone (NOTES.md, "sixth session"). KVSCOPE_CPU_PREFETCH=TOKENS sets the distance
-/// (0: off) for A/B runs.
+/// out as one burst. Off by default: on this Intel VM a synthetic stream (8 loads + 32 FMAs per
+/// 512-byte token) ran 8.3-9.0 GB/s without and 9.7-10.7 GB/s with T0 prefetches 1-4 KB
+/// ahead, but the kernels' own DRAM A/B (16 tokens ahead) stayed inside the loaded machine's
+/// noise, and in L2 it cost a little (NOTES.md, "sixth session").
+/// KVSCOPE_CPU_PREFETCH=TOKENS turns it on at that distance for A/B runs on a quiet machine.
 struct Prefetch {
     const std::uint8_t *k = nullptr, *v = nullptr; // the first row to fetch (none: k null)
     std::int64_t ks = 0, vs = 0;                   // row strides (bytes)
@@ -42,7 +42,7 @@ struct Prefetch {
 inline int prefetchTokens() {
     static const int tokens = [] {
         const char* e = std::getenv("KVSCOPE_CPU_PREFETCH");
-        return e ? std::max(0, std::atoi(e)) : 16;
+        return e ? std::max(0, std::atoi(e)) : 0;
     }();
     return tokens;
 }
