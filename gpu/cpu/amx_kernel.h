@@ -28,8 +28,8 @@ bool cpuHasAmx();
 bool amxEnabled();
 /// Query rows per KV stream from which the AMX kernel beats the vdpbf16ps one: its cost per
 /// token is nearly flat up to 16 rows (a tile's width), the vdpbf16ps kernel's grows with the
-/// rows. CPU-time bench, d 128, K/V in L2, ns per token AMX / vdpbf16ps: g 1 34 / 10,
-/// g 4 37 / 31, g 8 38 / 61, g 16 46 / 121, g 32 77 / 252 (NOTES.md, "AMX").
+/// rows. CPU-time bench, d 128, K/V in L2, ns per token AMX / vdpbf16ps (NOTES.md, "sixth
+/// session"): g 1 30 / 10, g 2 17-22 / 17-20, g 4 20-22 / 31-38, g 8 18.5 / 61, g 32 43 / 252.
 constexpr std::int64_t kAmxMinRows = 4;
 /// The AMX kernel runs a stream of `rows` query rows: AMX enabled and rows >= kAmxMinRows, or
 /// any rows under KVSCOPE_CPU_KERNEL=amx (tests cover its small-group paths that way).
