@@ -9,6 +9,12 @@ kvscope_add_qtest(NAME tst_cpu_backend
 # through 4x the LLC (1.2 GB on a 300 MiB-L3 host): 5 minutes at load 10 on 2 cores.
 set_tests_properties(tst_cpu_backend PROPERTIES TIMEOUT 1200)
 
+# Kernel paths below the engine (the AMX kernel's lazy rescale), against an fp64 reference.
+kvscope_add_qtest(NAME tst_cpu_kernels
+                  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/tst_cpu_kernels.cpp
+                  LIBS kvscope_gpu
+                  LABELS gpu)
+
 if(KVSCOPE_WITH_CUDA)
     add_executable(tst_cuda_backend ${CMAKE_CURRENT_SOURCE_DIR}/tst_cuda_backend.cpp)
     target_link_libraries(tst_cuda_backend PRIVATE Qt6::Test kvscope_gpu)

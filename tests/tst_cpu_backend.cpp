@@ -2,6 +2,7 @@
 // own checks (poisoned outputs, mismatches), counting, error values, JSON and a real timing.
 #include "decode_shapes.h"
 #include "gpu/backend.h"
+#include "gpu/cpu/amx_kernel.h"
 #include "gpu/engine.h"
 #include "gpu/measurement_json.h"
 
@@ -223,7 +224,8 @@ private Q_SLOTS:
         }
         // The kernel asked for ran where the CPU has it; the default picks by group size.
         const bool amx =
-            detail::cpuHasAmxKernel() && (kernel == "amx" || (kernel.isEmpty() && rows >= 8));
+            detail::cpuHasAmxKernel() &&
+            (kernel == "amx" || (kernel.isEmpty() && rows >= detail::cpu::kAmxMinRows));
         if (amx)
             QVERIFY2(ran("-amx"), m.kernel.c_str());
         else if (detail::cpuFp8VectorMismatch() != -2)

@@ -1,16 +1,21 @@
-// The AMX kernel (see amx_kernel.h). Per block of 32 or 64 tokens of one KV stream:
+// The AMX kernel (see amx_kernel.h). Per block of 64 tokens (32 for MLA) of one KV stream:
 //  1. Scores transposed, S^T = K Q^T: the A operand is 16 K rows straight from the cache
 //     (32 key elements each), the B operand Q^T in pairs, prepared once per segment; each K
 //     tile serves up to 16 query rows per tdpbf16ps, so K is read once for the whole group.
 //     The 16 x 16 fp32 result has a token per row and the query rows in lanes, so the online
 //     softmax needs no horizontal operation: the block maximum is a lane-wise max over tokens.
-//  2. Softmax per 16 query rows: exp2 by the same polynomial as the vdpbf16ps kernel, P rounded
-//     to bf16 and the sum taken over the rounded values (the output stays a convex combination
-//     of the weights used). Token pairs are packed per lane and a 16 x 16 dword transpose turns
-//     them into the A operand of P·V (query rows x 32 tokens).
-//  3. O += P V: V rows of a token pair interleaved (vpermt2w) into the B layout once per block
-//     for every query row; each output tile (16 rows x 16 columns) is summed over the block in
-//     a tile register, then merged as acc = alpha * acc + tile with AVX-512.
+//  2. Softmax per 16 query rows against a reference maximum that is raised only when the block
+//     maximum passes it by more than kRescaleLog2 (FlashAttention-4's lazy rescaling: exact,
+//     since the sum uses the same reference and the final normalisation divides it out; the
+//     weights stay <= 2^kRescaleLog2). P rounded to bf16 and the sum taken over the rounded
+//     values (the output stays a convex combination of the weights used). Token pairs are
+//     packed per lane and a 16 x 16 dword transpose turns them into the A operand of P·V.
+//  3. O += P V with the accumulators as tiles in memory: each output tile is loaded, summed
+//     over the block's 32-token chunks in a tile register and stored back; no vector merge.
+//     V rows of a token pair are interleaved with vpunpckl/hwd (one uop each) into the B
+//     layout, so the output columns come out permuted within each 32-column chunk (lane
+//     4L + j of tile 2c / 2c+1 is column 32c + 8L + j / 32c + 8L + 4 + j) and are put back at
+//     the end. fp8 V is decoded in the same pass.
 // bf16 x bf16 products are exact in fp32 and accumulate in fp32, as in the other kernels.
 #include "gpu/cpu/amx_kernel.h"
 
@@ -35,116 +40,24 @@
 #define KVSCOPE_HAVE_AMX_KERNEL 0
 #endif
 
+#include "gpu/cpu/amx_tiles.h"
+
 namespace kvscope::gpu::detail::cpu {
 
 #if KVSCOPE_HAVE_AMX_KERNEL
 namespace {
 
-// Tokens per block: 32 for up to 16 query rows (the block's K, V and interleaved V, 24 KB at
-// d 128, stay in L1), 64 for more (each output tile then sums two 32-token steps before its
-// merge). CPU-time bench, ns per token at 32 / 64: g 1 34 / 43, g 8 38 / 45, g 16 46 / 48,
-// g 32 101 / 77 (NOTES.md, "AMX").
-int blockTokens(int groups) {
-    return groups >= 2 ? 64 : 32;
-}
-constexpr int kTileB = 512; // bf16 elements of one 16 x 64-byte tile
+using namespace amx;
 
-/// Palette 1, all eight tiles 16 rows x 64 bytes (A: 16 x 32 bf16, B: 16 pairs x 16 columns,
-/// C: 16 x 16 fp32).
-struct alignas(64) TileConfig {
-    std::uint8_t palette = 1, startRow = 0;
-    std::uint8_t reserved[14] = {};
-    std::uint16_t colsb[16] = {};
-    std::uint8_t rows[16] = {};
-};
+/// The reference maximum moves only when a block's maximum passes it by more than this
+/// (log2 units): weights stay <= 256, far inside fp32 and bf16 range.
+constexpr float kRescaleLog2 = 8.0f;
 
-KVSCOPE_AMX_TARGET void loadTileConfig() {
-    TileConfig c;
-    for (int i = 0; i < 8; ++i) {
-        c.colsb[i] = 64;
-        c.rows[i] = 16;
-    }
-    _tile_loadconfig(&c);
-}
-
-// Tile numbers are immediates: tiles 0-3 accumulate, 4 holds A, 5 and 6 alternate as B.
-KVSCOPE_AMX_TARGET inline void zeroC(int j) {
-    switch (j) {
-    case 0:
-        _tile_zero(0);
-        break;
-    case 1:
-        _tile_zero(1);
-        break;
-    case 2:
-        _tile_zero(2);
-        break;
-    default:
-        _tile_zero(3);
-        break;
-    }
-}
-KVSCOPE_AMX_TARGET inline void storeC(int j, float* dst) {
-    switch (j) {
-    case 0:
-        _tile_stored(0, dst, 64);
-        break;
-    case 1:
-        _tile_stored(1, dst, 64);
-        break;
-    case 2:
-        _tile_stored(2, dst, 64);
-        break;
-    default:
-        _tile_stored(3, dst, 64);
-        break;
-    }
-}
-/// C_j += A (tile 4) x B, with B loaded from b (64-byte rows) into tile 5 or 6 by j's parity.
-KVSCOPE_AMX_TARGET inline void dpC(int j, const void* b) {
-    switch (j) {
-    case 0:
-        _tile_loadd(5, b, 64);
-        _tile_dpbf16ps(0, 4, 5);
-        break;
-    case 1:
-        _tile_loadd(6, b, 64);
-        _tile_dpbf16ps(1, 4, 6);
-        break;
-    case 2:
-        _tile_loadd(5, b, 64);
-        _tile_dpbf16ps(2, 4, 5);
-        break;
-    default:
-        _tile_loadd(6, b, 64);
-        _tile_dpbf16ps(3, 4, 6);
-        break;
-    }
-}
-
-/// Lane i of row o[c] = row r[i]'s lane c (16 x 16 dwords).
-KVSCOPE_AMX_TARGET inline void transpose16(__m512i r[16]) {
-    __m512i t[16], u[16];
-    for (int i = 0; i < 8; ++i) {
-        t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
-    }
-    for (int i = 0; i < 4; ++i) { // u[4i + j], 128-bit lane L: column 4L + j, rows 4i..4i+3
-        u[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
-        u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
-        u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
-        u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
-    }
-    for (int j = 0; j < 4; ++j) {
-        const __m512i v = _mm512_shuffle_i32x4(u[j], u[4 + j], 0x88);
-        const __m512i w = _mm512_shuffle_i32x4(u[j], u[4 + j], 0xdd);
-        const __m512i v2 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0x88);
-        const __m512i w2 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0xdd);
-        r[j] = _mm512_shuffle_i32x4(v, v2, 0x88);
-        r[8 + j] = _mm512_shuffle_i32x4(v, v2, 0xdd);
-        r[4 + j] = _mm512_shuffle_i32x4(w, w2, 0x88);
-        r[12 + j] = _mm512_shuffle_i32x4(w, w2, 0xdd);
-    }
+/// Tokens per block: 32 (two score tiles, one P·V chunk), or 64 for MLA's 512 value columns,
+/// whose 32 accumulator tiles are then loaded and stored once per two chunks. CPU-time bench
+/// (NOTES.md, "sixth session"): g 8 32 tokens 20.7, 64 30, 128 28 ns per token.
+constexpr int blockTokens(int valueDim) {
+    return valueDim >= 512 ? 64 : 32;
 }
 
 /// n <= block token rows (bf16 copied, fp8 decoded exactly) into a block-row tile whose rows
@@ -182,65 +95,67 @@ template <int DK> void prepareQ(const SegmentBf16& sg, int groups, ScratchAmx& s
         }
 }
 
-/// C_j += A x B (tile 5), with A loaded from a (rows `stride` apart) into tile 4 or 6 by j's
-/// parity, so the next load does not wait for the previous product.
-KVSCOPE_AMX_TARGET inline void dpA(int j, const void* a, std::int64_t stride) {
-    switch (j) {
-    case 0:
-        _tile_loadd(4, a, stride);
-        _tile_dpbf16ps(0, 4, 5);
-        break;
-    case 1:
-        _tile_loadd(6, a, stride);
-        _tile_dpbf16ps(1, 6, 5);
-        break;
-    case 2:
-        _tile_loadd(4, a, stride);
-        _tile_dpbf16ps(2, 4, 5);
-        break;
-    default:
-        _tile_loadd(6, a, stride);
-        _tile_dpbf16ps(3, 6, 5);
-        break;
-    }
-}
-
-/// Raw scores of the block's n tokens for every group into sc.st (token rows of 16 lanes).
-/// Four 16-token tiles accumulate side by side and share each Q^T tile: a single accumulator
-/// would chain the key chunks' tdpbf16ps on its latency.
+/// Raw scores of the block's n <= 32 tokens for every group into sc.st (token rows of 16
+/// lanes): two 16-token accumulators share each Q^T tile; the two K tiles alternate so a load
+/// does not wait for the product reading the other.
 template <int DK>
-KVSCOPE_AMX_TARGET __attribute__((noinline)) void scoreBlock(const std::uint8_t* k, std::int64_t ks,
-                                                             int n, int groups, ScratchAmx& sc) {
+KVSCOPE_AMX_TARGET __attribute__((noinline)) void
+scoreBlock(const std::uint8_t* k, std::int64_t ks, int groups, int block, ScratchAmx& sc) {
     constexpr int NKC = DK / 32;
     for (int grp = 0; grp < groups; ++grp)
-        for (int i0 = 0; 16 * i0 < n; i0 += 4) {
-            const int tiles = std::min(4, (n - 16 * i0 + 15) / 16);
-            for (int j = 0; j < tiles; ++j)
-                zeroC(j);
+        for (int h = 0; h < block; h += 32) {
+            const std::uint8_t* kh = k + h * ks;
+            _tile_zero(0);
+            _tile_zero(1);
             for (int c = 0; c < NKC; ++c) {
-                _tile_loadd(5, sc.qt.data() + (grp * NKC + c) * kTileB, 64);
-                for (int j = 0; j < tiles; ++j)
-                    dpA(j, k + 16 * (i0 + j) * ks + c * 64, ks);
+                _tile_loadd(3, sc.qt.data() + (grp * NKC + c) * kTileB, 64);
+                _tile_loadd(2, kh + c * 64, ks);
+                _tile_dpbf16ps(0, 2, 3);
+                _tile_loadd(7, kh + 16 * ks + c * 64, ks);
+                _tile_dpbf16ps(1, 7, 3);
             }
-            for (int j = 0; j < tiles; ++j)
-                storeC(j, sc.st.data() + (grp * sc.block + 16 * (i0 + j)) * 16);
+            float* st = sc.st.data() + (grp * block + h) * 16;
+            _tile_stored(0, st, 64);
+            _tile_stored(1, st + 256, 64);
         }
 }
 
-/// Online softmax of one group over the block: new max, alpha, bf16 probabilities as the P·V
-/// A tiles (sc.pa), and the sum of the rounded values.
-KVSCOPE_AMX_TARGET __attribute__((noinline)) void softmaxBlock(int grp, int n, float scale,
-                                                               ScratchAmx& sc) {
-    const float* st = sc.st.data() + grp * sc.block * 16;
+/// Raises the reference maximum of the lanes whose block maximum passed it by more than
+/// kRescaleLog2, and rescales their accumulators and sums (rare after the first block).
+template <int DV> KVSCOPE_AMX_TARGET void raiseMax(int grp, __m512 blockMax, ScratchAmx& sc) {
+    float* m = sc.m.data() + grp * 16;
+    const __m512 mOld = _mm512_loadu_ps(m);
+    const __mmask16 up =
+        _mm512_cmp_ps_mask(blockMax, _mm512_add_ps(mOld, _mm512_set1_ps(kRescaleLog2)), _CMP_GT_OQ);
+    if (!up)
+        return;
+    const __m512 mNew = _mm512_mask_mov_ps(mOld, up, blockMax);
+    _mm512_storeu_ps(m, mNew);
+    alignas(64) float alpha[16]; // 1 where the maximum stays, ~0 on the first block
+    _mm512_store_ps(
+        alpha, _mm512_mask_mov_ps(_mm512_set1_ps(1.0f), up, exp2Neg512(_mm512_sub_ps(mOld, mNew))));
+    float* l = sc.l.data() + grp * 16;
+    _mm512_storeu_ps(l, _mm512_mul_ps(_mm512_loadu_ps(l), _mm512_load_ps(alpha)));
+    float* acc = sc.acc.data() + grp * (DV / 16) * 256;
+    for (int b = 0; b < DV / 16; ++b)
+        for (int r = 0; r < 16; ++r) {
+            float* a = acc + b * 256 + 16 * r;
+            _mm512_storeu_ps(a, _mm512_mul_ps(_mm512_loadu_ps(a), _mm512_set1_ps(alpha[r])));
+        }
+}
+
+/// Online softmax of one group over the block: the reference maximum, bf16 probabilities as
+/// the P·V A tiles (sc.pa), and the sum of the rounded values.
+template <int DV>
+KVSCOPE_AMX_TARGET __attribute__((noinline)) void softmaxBlock(int grp, int n, int block,
+                                                               float scale, ScratchAmx& sc) {
+    const float* st = sc.st.data() + grp * block * 16;
     const __m512 vs = _mm512_set1_ps(scale);
     __m512 mx = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
     for (int t = 0; t < n; ++t)
         mx = _mm512_max_ps(mx, _mm512_loadu_ps(st + 16 * t));
-    const __m512 mOld = _mm512_loadu_ps(sc.m.data() + grp * 16);
-    const __m512 mNew = _mm512_max_ps(mOld, _mm512_mul_ps(mx, vs));
-    const __m512 alpha = exp2Neg512(_mm512_sub_ps(mOld, mNew)); // ~0 on the first block
-    _mm512_storeu_ps(sc.m.data() + grp * 16, mNew);
-    _mm512_storeu_ps(sc.alpha.data() + grp * 16, alpha);
+    raiseMax<DV>(grp, _mm512_mul_ps(mx, vs), sc);
+    const __m512 mRef = _mm512_loadu_ps(sc.m.data() + grp * 16);
     alignas(64) static constexpr std::uint16_t kPairIdx[32] = {
         0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
         8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
@@ -252,11 +167,11 @@ KVSCOPE_AMX_TARGET __attribute__((noinline)) void softmaxBlock(int grp, int n, f
         for (int i = 0; i < 16; ++i) {
             const int t = 32 * c + 2 * i;
             const __m512 p0 =
-                t < n ? exp2Neg512(_mm512_fmsub_ps(_mm512_loadu_ps(st + 16 * t), vs, mNew))
+                t < n ? exp2Bf16Weights512(_mm512_fmsub_ps(_mm512_loadu_ps(st + 16 * t), vs, mRef))
                       : _mm512_setzero_ps();
-            const __m512 p1 =
-                t + 1 < n ? exp2Neg512(_mm512_fmsub_ps(_mm512_loadu_ps(st + 16 * t + 16), vs, mNew))
-                          : _mm512_setzero_ps();
+            const __m512 p1 = t + 1 < n ? exp2Bf16Weights512(_mm512_fmsub_ps(
+                                              _mm512_loadu_ps(st + 16 * t + 16), vs, mRef))
+                                        : _mm512_setzero_ps();
             const __m512bh pb = _mm512_cvtne2ps_pbh(p1, p0);
             __m512i bits;
             std::memcpy(&bits, &pb, sizeof bits);
@@ -266,62 +181,91 @@ KVSCOPE_AMX_TARGET __attribute__((noinline)) void softmaxBlock(int grp, int n, f
                                               _mm512_castsi512_ps(_mm512_and_si512(x[i], hiMask))));
         }
         transpose16(x); // x[r] = query row r's 32 probabilities, in token order
-        std::uint16_t* pa = sc.pa.data() + (grp * (sc.block / 32) + c) * kTileB;
+        std::uint16_t* pa = sc.pa.data() + (grp * (block / 32) + c) * kTileB;
         for (int r = 0; r < 16; ++r)
             _mm512_storeu_si512(pa + 32 * r, x[r]);
     }
     float* l = sc.l.data() + grp * 16;
-    _mm512_storeu_ps(l, _mm512_fmadd_ps(_mm512_loadu_ps(l), alpha, sum));
+    _mm512_storeu_ps(l, _mm512_add_ps(_mm512_loadu_ps(l), sum));
 }
 
-/// V rows of each token pair interleaved into B tiles: tile (c, b) row i, lane j =
-/// (v[32c + 2i][16b + j], v[32c + 2i + 1][16b + j]).
+/// 32 values of V row `row` from column 32b: bf16 loaded, fp8 decoded; zero past n.
+KVSCOPE_AMX_TARGET inline __m512i vChunk(const std::uint8_t* v, std::int64_t vs, int row, int n,
+                                         int b, bool fp8, const Fp8Lut& lut) {
+    if (row >= n)
+        return _mm512_setzero_si512();
+    return fp8 ? fp8x32ToBf16(v + row * vs + 32 * b, lut)
+               : _mm512_loadu_si512(v + row * vs + 64 * b);
+}
+
+/// V rows of each token pair interleaved into B tiles (columns permuted as in the header):
+/// tile (c, 2b) row i, lane 4L + j = (v[32c + 2i][32b + 8L + j], v[32c + 2i + 1][..]); tile
+/// (c, 2b + 1) the same for column 32b + 8L + 4 + j. Pairs past n are zero.
 template <int DV>
-KVSCOPE_AMX_TARGET __attribute__((noinline)) void
-interleaveV(const std::uint8_t* v, std::int64_t vs, int n, ScratchAmx& sc) {
-    alignas(64) static constexpr std::uint16_t kLo[32] = {
-        0, 32, 1, 33, 2,  34, 3,  35, 4,  36, 5,  37, 6,  38, 7,  39,
-        8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
-    const __m512i lo = _mm512_load_si512(kLo);
-    const __m512i hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
-    for (int c = 0; 32 * c < n; ++c)
-        for (int i = 0; i < 16; ++i) {
-            const std::uint8_t* a = v + (32 * c + 2 * i) * vs;
-            std::uint16_t* d = sc.vv.data() + c * (DV / 16) * kTileB + 32 * i;
-            for (int b = 0; b < DV / 32; ++b) {
-                const __m512i x = _mm512_loadu_si512(a + 64 * b);
-                const __m512i y = _mm512_loadu_si512(a + vs + 64 * b);
-                _mm512_storeu_si512(d + (2 * b) * kTileB, _mm512_permutex2var_epi16(x, lo, y));
-                _mm512_storeu_si512(d + (2 * b + 1) * kTileB, _mm512_permutex2var_epi16(x, hi, y));
+KVSCOPE_AMX_TARGET __attribute__((noinline)) void interleaveV(const std::uint8_t* v,
+                                                              std::int64_t vs, int n, bool fp8,
+                                                              const Prefetch& pf, ScratchAmx& sc) {
+    const Fp8Lut lut = fp8Lut();
+    const int pairs = (n + 1) / 2;
+    for (int p = 0; p < pairs; ++p) {
+        prefetchPair(pf, p);
+        std::uint16_t* d = sc.vv.data() + (p / 16) * (DV / 16) * kTileB + 32 * (p % 16);
+        const bool full = 2 * p + 1 < n;
+        for (int b = 0; b < DV / 32; ++b) {
+            __m512i x, y;
+            if (full && !fp8) {
+                x = _mm512_loadu_si512(v + 2 * p * vs + 64 * b);
+                y = _mm512_loadu_si512(v + (2 * p + 1) * vs + 64 * b);
+            } else {
+                x = vChunk(v, vs, 2 * p, n, b, fp8, lut);
+                y = vChunk(v, vs, 2 * p + 1, n, b, fp8, lut);
             }
+            _mm512_storeu_si512(d + (2 * b) * kTileB, _mm512_unpacklo_epi16(x, y));
+            _mm512_storeu_si512(d + (2 * b + 1) * kTileB, _mm512_unpackhi_epi16(x, y));
         }
+    }
+    for (int p = pairs; p < 16 * ((pairs + 15) / 16); ++p) // the last chunk's missing pairs
+        for (int b = 0; b < DV / 16; ++b)
+            std::memset(sc.vv.data() + ((p / 16) * (DV / 16) + b) * kTileB + 32 * (p % 16), 0, 64);
 }
 
-/// acc = alpha * acc + P V for one group: four output tiles per pass, summed over the block in
-/// tile registers.
+/// acc += P V for one group over the block's chunks of 32 tokens: two output tiles per pass,
+/// loaded from and stored back to sc.acc, summed over the chunks in tile registers.
 template <int DV>
-KVSCOPE_AMX_TARGET __attribute__((noinline)) void pvBlock(int grp, int rows, int n,
+KVSCOPE_AMX_TARGET __attribute__((noinline)) void pvBlock(int grp, int chunks, int block,
                                                           ScratchAmx& sc) {
     constexpr int NB = DV / 16;
-    const int chunks = (n + 31) / 32;
-    for (int b0 = 0; b0 < NB; b0 += 4) {
-        for (int j = 0; j < 4; ++j)
-            zeroC(j);
+    float* acc = sc.acc.data() + grp * NB * 256;
+    const std::uint16_t* pa = sc.pa.data() + grp * (block / 32) * kTileB;
+    for (int b = 0; b < NB; b += 2) {
+        _tile_loadd(4, acc + b * 256, 64);
+        _tile_loadd(5, acc + (b + 1) * 256, 64);
         for (int c = 0; c < chunks; ++c) {
-            _tile_loadd(4, sc.pa.data() + (grp * (sc.block / 32) + c) * kTileB, 64);
-            for (int j = 0; j < 4; ++j)
-                dpC(j, sc.vv.data() + (c * NB + b0 + j) * kTileB);
+            const std::uint16_t* vv = sc.vv.data() + (c * NB + b) * kTileB;
+            _tile_loadd(6, pa + c * kTileB, 64);
+            _tile_loadd(3, vv, 64);
+            _tile_dpbf16ps(4, 6, 3);
+            _tile_loadd(7, vv + kTileB, 64);
+            _tile_dpbf16ps(5, 6, 7);
         }
-        for (int j = 0; j < 4; ++j)
-            storeC(j, sc.cTmp.data() + j * 256);
-        for (int r = 0; r < rows; ++r) {
-            const __m512 al = _mm512_set1_ps(sc.alpha[std::size_t(grp * 16 + r)]);
-            float* a = sc.acc.data() + (grp * 16 + r) * std::int64_t(DV) + b0 * 16;
-            for (int j = 0; j < 4; ++j)
-                _mm512_storeu_ps(a + 16 * j, _mm512_fmadd_ps(_mm512_loadu_ps(a + 16 * j), al,
-                                                             _mm512_loadu_ps(sc.cTmp.data() +
-                                                                             j * 256 + 16 * r)));
-        }
+        _tile_stored(4, acc + b * 256, 64);
+        _tile_stored(5, acc + (b + 1) * 256, 64);
+    }
+}
+
+/// Normalise, undo the interleave's column order, and the log2-sum-exp per row.
+template <int DV> void finishRows(const SegmentBf16& sg, const ScratchAmx& sc) {
+    for (int r = 0; r < int(sg.rows); ++r) {
+        const int grp = r / 16, lane = r % 16;
+        const float l = sc.l[std::size_t(r)];
+        const float inv = l > 0 ? 1.0f / l : 0.0f;
+        const float* a = sc.acc.data() + grp * (DV / 16) * 256 + 16 * lane;
+        float* o = sg.out + r * std::int64_t(DV);
+        for (int b = 0; b < DV / 16; ++b)
+            for (int k = 0; k < 16; ++k)
+                o[32 * (b / 2) + 8 * (k / 4) + 4 * (b % 2) + k % 4] = a[b * 256 + k] * inv;
+        sg.lse[r] =
+            l > 0 ? sc.m[std::size_t(r)] + std::log2(l) : -std::numeric_limits<float>::infinity();
     }
 }
 
@@ -331,54 +275,40 @@ KVSCOPE_AMX_TARGET void attendAmxImpl(const SegmentBf16& sg, ScratchAmx& sc) {
     const int groups = (R + 15) / 16;
     const bool fp8 = sg.dtype != KvDtype::Bf16, mla = sg.values == sg.keys;
     prepareQ<DK>(sg, groups, sc);
-    const int kBlock = blockTokens(groups);
-    sc.block = kBlock;
+    constexpr int kBlock = blockTokens(DV);
     sc.kTile.resize(std::size_t(kBlock * DK));
-    sc.vTile.resize(std::size_t(kBlock * DV));
     sc.vv.resize(std::size_t(kBlock / 32 * DV / 16 * kTileB));
     sc.pa.resize(std::size_t(groups * kBlock / 32 * kTileB));
     sc.st.resize(std::size_t(groups * kBlock * 16));
     sc.acc.assign(std::size_t(groups * 16 * DV), 0.0f);
     sc.m.assign(std::size_t(groups * 16), -std::numeric_limits<float>::infinity());
     sc.l.assign(std::size_t(groups * 16), 0.0f);
-    sc.alpha.resize(std::size_t(groups * 16));
-    sc.cTmp.resize(4 * 256);
-    loadTileConfig();
+    loadAttentionConfig(groups == 1 ? R : 16);
     for (std::int64_t t = sg.t0; t < sg.t1; t += kBlock) {
         const int n = int(std::min<std::int64_t>(kBlock, sg.t1 - t));
         const std::uint8_t* k = sg.keys + t * sg.keyRowBytes;
         const std::uint8_t* v = sg.values + t * sg.valueRowBytes;
         std::int64_t ks = sg.keyRowBytes, vs = sg.valueRowBytes;
+        bool vFp8 = fp8;
         if (fp8 || n < kBlock) { // decode, or pad so no tile reads past the segment
             stageBlock(k, ks, n, kBlock, DK, fp8, sc.kTile.data());
             k = reinterpret_cast<const std::uint8_t*>(sc.kTile.data());
             ks = DK * 2;
-            if (mla) {
+            if (mla) { // V is the decoded latent's first DV elements
                 v = k;
                 vs = ks;
-            } else {
-                stageBlock(v, vs, n, kBlock, DV, fp8, sc.vTile.data());
-                v = reinterpret_cast<const std::uint8_t*>(sc.vTile.data());
-                vs = DV * 2;
+                vFp8 = false;
             }
         }
-        scoreBlock<DK>(k, ks, n, groups, sc);
-        interleaveV<DV>(v, vs, n, sc);
+        scoreBlock<DK>(k, ks, groups, kBlock, sc);
+        interleaveV<DV>(v, vs, n, vFp8, prefetchAhead(sg, t, kBlock), sc);
         for (int grp = 0; grp < groups; ++grp) {
-            softmaxBlock(grp, n, sg.scoreScale, sc);
-            pvBlock<DV>(grp, std::min(16, R - 16 * grp), n, sc);
+            softmaxBlock<DV>(grp, n, kBlock, sg.scoreScale, sc);
+            pvBlock<DV>(grp, (n + 31) / 32, kBlock, sc);
         }
     }
     _tile_release();
-    for (int r = 0; r < R; ++r) {
-        const float l = sc.l[std::size_t(r)];
-        const float inv = l > 0 ? 1.0f / l : 0.0f;
-        const float* a = sc.acc.data() + r * std::int64_t(DV);
-        for (int j = 0; j < DV; ++j)
-            sg.out[r * std::int64_t(DV) + j] = a[j] * inv;
-        sg.lse[r] =
-            l > 0 ? sc.m[std::size_t(r)] + std::log2(l) : -std::numeric_limits<float>::infinity();
-    }
+    finishRows<DV>(sg, sc);
 }
 
 KVSCOPE_AMX_TARGET float amxDotChainImpl(std::int64_t iterations, float seed) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "gpu/cpu/bf16_kernel.h"
+#include "gpu/cpu/buffer.h"
 
 #include <cstdint>
 #include <vector>
@@ -11,16 +12,13 @@
 namespace kvscope::gpu::detail::cpu {
 
 struct ScratchAmx {
-    std::vector<std::uint16_t> qt;    // [groups][key chunks][16][32] Q^T tiles (pairs)
-    std::vector<std::uint16_t> kTile; // [block][keyDim] staged / decoded K
-    std::vector<std::uint16_t> vTile; // [block][valueDim] staged / decoded V
-    std::vector<std::uint16_t> vv;    // [block / 32][valueDim / 16][16][32] V in token pairs
-    std::vector<std::uint16_t> pa;    // [groups][block / 32][16][32] bf16 probabilities
-    std::vector<float> st;            // [groups][block][16] raw scores, query rows in lanes
-    std::vector<float> acc;           // [groups * 16][valueDim]
-    std::vector<float> m, l, alpha;   // [groups][16] running max, sum, rescale
-    std::vector<float> cTmp;          // [4][16][16] one pass of output tiles
-    int block = 32;                   // tokens per block of the current segment
+    AlignedVector<std::uint16_t> qt;    // [groups][key chunks][16][32] Q^T tiles (pairs)
+    AlignedVector<std::uint16_t> kTile; // [block][keyDim] staged / decoded K
+    AlignedVector<std::uint16_t> vv;    // [block / 32][valueDim / 16][16][32] V in token pairs
+    AlignedVector<std::uint16_t> pa;    // [groups][block / 32][16][32] bf16 probabilities
+    AlignedVector<float> st;            // [groups][block][16] raw scores, query rows in lanes
+    AlignedVector<float> acc;           // [groups][valueDim / 16][16][16] output tiles
+    AlignedVector<float> m, l;          // [groups][16] reference max, sum
 };
 
 /// AMX-BF16 is present and Linux granted this process the tile data state.
@@ -30,9 +28,9 @@ bool cpuHasAmx();
 bool amxEnabled();
 /// Query rows per KV stream from which the AMX kernel beats the vdpbf16ps one: its cost per
 /// token is nearly flat up to 16 rows (a tile's width), the vdpbf16ps kernel's grows with the
-/// rows. CPU-time bench, d 128, K/V in L2, ns per token AMX / vdpbf16ps: g 1 34 / 10,
-/// g 4 37 / 31, g 8 38 / 61, g 16 46 / 121, g 32 77 / 252 (NOTES.md, "AMX").
-constexpr std::int64_t kAmxMinRows = 8;
+/// rows. CPU-time bench, d 128, K/V in L2, ns per token AMX / vdpbf16ps (NOTES.md, "sixth
+/// session"): g 1 30 / 10, g 2 17-22 / 17-20, g 4 20-22 / 31-38, g 8 18.5 / 61, g 32 43 / 252.
+constexpr std::int64_t kAmxMinRows = 4;
 /// The AMX kernel runs a stream of `rows` query rows: AMX enabled and rows >= kAmxMinRows, or
 /// any rows under KVSCOPE_CPU_KERNEL=amx (tests cover its small-group paths that way).
 bool amxServes(std::int64_t rows);

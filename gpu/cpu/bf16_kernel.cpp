@@ -50,7 +50,7 @@ constexpr std::int64_t kBf16Tile = 32; // tokens per tile: two 16-lane score vec
 /// Copies (bf16) or decodes (fp8) n <= kBf16Tile token rows into a kBf16Tile-row tile whose
 /// rows past n are zero. width is a multiple of 32.
 KVSCOPE_BF16_TARGET void stageTile(const std::uint8_t* src, std::int64_t srcStride, int n,
-                                   int width, bool fp8, std::vector<std::uint16_t>& dst) {
+                                   int width, bool fp8, AlignedVector<std::uint16_t>& dst) {
     dst.resize(std::size_t(kBf16Tile * width));
     std::fill(dst.begin() + std::ptrdiff_t(n) * width, dst.end(), std::uint16_t(0));
     if (!fp8) {
@@ -72,7 +72,7 @@ KVSCOPE_BF16_TARGET void stageTile(const std::uint8_t* src, std::int64_t srcStri
 /// stores and reloads, and 4-deep accumulator chains.)
 template <int RB, int DV>
 KVSCOPE_BF16_TARGET inline void pvBlock(ScratchBf16& sc, std::int64_t r, const std::uint8_t* v,
-                                        std::int64_t stride, int pairs) {
+                                        std::int64_t stride, int pairs, const Prefetch& pf) {
     constexpr int NVC = DV / 16;
     constexpr int CB = 16 / RB < NVC ? 16 / RB : NVC; // output vectors per pass (even)
     float* acc = sc.acc.data();
@@ -85,6 +85,8 @@ KVSCOPE_BF16_TARGET inline void pvBlock(ScratchBf16& sc, std::int64_t r, const s
                 o[rb][j] = _mm512_mul_ps(_mm512_loadu_ps(acc + (r + rb) * DV + (cb + j) * 16), al);
         }
         for (int pr = 0; pr < pairs; ++pr) {
+            if (cb == 0)
+                prefetchPair(pf, pr);
             const std::uint8_t* a = v + (2 * pr) * stride + cb * 32;
             const std::uint8_t* b = a + stride;
             __m512i bc[RB];
@@ -319,9 +321,9 @@ KVSCOPE_BF16_TARGET void attendBf16Impl(const SegmentBf16& sg, ScratchBf16& sc) 
     for (std::int64_t t = sg.t0; t < sg.t1; t += T) {
         const int n = int(std::min<std::int64_t>(T, sg.t1 - t));
         const TileRows tr = tileRows<DK, DV>(sg, t, n, sc);
-        // No software prefetch: the hardware streamers follow the K and V streams. Bursts of
-        // 2 x 128 prefetches per tile, 2-8 tiles ahead, cost 1.4-1.9x; next-tile prefetches
-        // spread over the score calls (T0/T2/NTA, 1-4 tiles ahead) changed nothing (NOTES.md).
+        // Optional software prefetch spread over the P·V pass (bf16_simd.h's Prefetch, off by
+        // default). On the AMD VM of earlier sessions bursts of 2 x 128 prefetches per tile
+        // cost 1.4-1.9x and spread ones changed nothing.
         const __mmask16 valid0 = n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1u);
         const __mmask16 valid1 = n <= 16   ? __mmask16(0)
                                  : n >= 32 ? __mmask16(0xffff)
@@ -333,12 +335,13 @@ KVSCOPE_BF16_TARGET void attendBf16Impl(const SegmentBf16& sg, ScratchBf16& sc) 
         if (r < R)
             softmaxRows<1>(sc, r, valid0, valid1);
         const int pairs = (n + 1) / 2;
+        const Prefetch pf = prefetchAhead(sg, t, T), none; // with the first rows' pass only
         for (r = 0; r + 4 <= R; r += 4)
-            pvBlock<4, DV>(sc, r, tr.v, tr.vStride, pairs);
+            pvBlock<4, DV>(sc, r, tr.v, tr.vStride, pairs, r == 0 ? pf : none);
         for (; r + 2 <= R; r += 2)
-            pvBlock<2, DV>(sc, r, tr.v, tr.vStride, pairs);
+            pvBlock<2, DV>(sc, r, tr.v, tr.vStride, pairs, r == 0 ? pf : none);
         for (; r < R; ++r)
-            pvBlock<1, DV>(sc, r, tr.v, tr.vStride, pairs);
+            pvBlock<1, DV>(sc, r, tr.v, tr.vStride, pairs, r == 0 ? pf : none);
     }
     finishRows<DV>(sg, sc);
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "gpu/backend.h"
+#include "gpu/cpu/buffer.h"
 
 #include <cstdint>
 #include <vector>
@@ -23,11 +24,11 @@ struct SegmentBf16 {
 };
 
 struct ScratchBf16 {
-    std::vector<std::uint16_t> kTile, vTile; // decoded/padded tiles when needed
-    std::vector<float> acc, mRow, alpha;     // [rows][valueDim], [rows][16], [rows]
-    std::vector<float> lVec;                 // [rows][16]
-    std::vector<float> s;                    // [rows][tile] scaled scores, -inf past the end
-    std::vector<std::uint32_t> p;            // [rows][tile / 2] bf16 probability pairs
+    AlignedVector<std::uint16_t> kTile, vTile; // decoded/padded tiles when needed
+    AlignedVector<float> acc, mRow, alpha;     // [rows][valueDim], [rows][16], [rows]
+    AlignedVector<float> lVec;                 // [rows][16]
+    AlignedVector<float> s;                    // [rows][tile] scaled scores, -inf past the end
+    AlignedVector<std::uint32_t> p;            // [rows][tile / 2] bf16 probability pairs
 };
 
 /// This CPU has AVX512_BF16 (and the AVX-512 subsets the kernel uses).

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <new>
+#include <vector>
 
 namespace kvscope::gpu::detail::cpu {
 
@@ -38,5 +39,19 @@ struct Buffer {
         return data != nullptr;
     }
 };
+
+/// Allocator for kernel scratch: 64-byte aligned, so a 64-byte vector or tile row is one cache
+/// line (std::vector's 16-byte alignment split every such access across two lines).
+template <typename T> struct Aligned64 {
+    using value_type = T;
+    Aligned64() = default;
+    template <typename U> Aligned64(const Aligned64<U>&) noexcept {}
+    T* allocate(std::size_t n) {
+        return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(64)));
+    }
+    void deallocate(T* p, std::size_t) noexcept { ::operator delete(p, std::align_val_t(64)); }
+    template <typename U> bool operator==(const Aligned64<U>&) const noexcept { return true; }
+};
+template <typename T> using AlignedVector = std::vector<T, Aligned64<T>>;
 
 } // namespace kvscope::gpu::detail::cpu
