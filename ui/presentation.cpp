@@ -124,10 +124,13 @@ void PresentationController::setActive(bool on, bool fullScreen) {
         for (QDockWidget* d : w_.findChildren<QDockWidget*>())
             if (w_.dockWidgetArea(d) == Qt::BottomDockWidgetArea && !d->isHidden())
                 bottom << d;
-        if (!bottom.isEmpty()) {
-            const int h = (fullScreen && w_.screen() ? w_.screen()->size().height() : w_.height());
-            w_.resizeDocks({bottom.front()}, {h / 2}, Qt::Vertical);
-        }
+        const QSize room = fullScreen && w_.screen() ? w_.screen()->size() : w_.size();
+        if (!bottom.isEmpty())
+            w_.resizeDocks({bottom.front()}, {room.height() / 2}, Qt::Vertical);
+        // The numbers in presentation type: 28% of the width holds their lines with
+        // little wrapping, so the panel fits its half of the height without scrolling.
+        if (auto* numbers = w_.findChild<QDockWidget*>(QStringLiteral("numbersDock")))
+            w_.resizeDocks({numbers}, {room.width() * 28 / 100}, Qt::Horizontal);
         for (auto* plot : w_.findChildren<QCustomPlot*>()) {
             connect(plot, &QCustomPlot::beforeReplot, this, &PresentationController::thicken,
                     Qt::UniqueConnection);
