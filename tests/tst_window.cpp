@@ -4,9 +4,11 @@
 // brace of collapsed ranks paints its count; the model panel's provenance is never cut.
 #include "core/format.h"
 #include "testutils_gui.h"
+#include "ui/features.h"
 #include "ui/kvstripsview.h"
 #include "ui/mainwindow.h"
 #include "ui/plotwidget.h"
+#include "ui/presentation.h"
 #include "ui/startup.h"
 #include "ui/theme.h"
 
@@ -88,6 +90,71 @@ private Q_SLOTS:
         QString err;
         QVERIFY2(applyStartup(w, o, &err), qPrintable(err));
         w.renderNow();
+        verifyPlotLabelsClear(w, 0);
+    }
+
+    // Presentation mode at 1920×1080: the markers grow (size and ring, from a regenerated
+    // sprite: the point's box holds more of the ring's colour than in the normal window) and
+    // no label of the enlarged type covers a point, crosses a line or runs off its plot.
+    void presentationMarkersAndLabels_data() {
+        QTest::addColumn<QStringList>("flags");
+        QTest::newRow("default") << QStringList{};
+        QTest::newRow("deepseek-v3 tp128")
+            << QStringList{QStringLiteral("--model"), QStringLiteral("deepseek-v3"),
+                           QStringLiteral("--tp"), QStringLiteral("128")};
+        QTest::newRow("gemma-3-27b")
+            << QStringList{QStringLiteral("--model"), fixture("google__gemma-3-27b-it.json")};
+    }
+    void presentationMarkersAndLabels() {
+        QFETCH(QStringList, flags);
+        const QFont appFont = QApplication::font();
+        QFont f = appFont;
+        f.setPointSizeF(10.5);
+        QApplication::setFont(f);
+        const auto restore = qScopeGuard([&] { QApplication::setFont(appFont); });
+        StartupOptions o = parseStartup(QStringList{QStringLiteral("kvscope")} + flags);
+        QVERIFY2(o.error.isEmpty(), qPrintable(o.error));
+        MainWindow w(MainWindow::Options{false, false});
+        w.resize(1920, 1080);
+        QString err;
+        QVERIFY2(applyStartup(w, o, &err), qPrintable(err));
+        Features* features = installFeatures(w, FeatureOptions{});
+        w.show();
+        w.renderNow();
+        auto* cap = qobject_cast<PlotWidget*>(w.viewWidget(QStringLiteral("capacity")));
+        QVERIFY(cap && cap->graphCount() > 0);
+        QCPGraph* g = cap->graph(0);
+        const double size = g->scatterStyle().size();
+        const double ring = g->scatterStyle().pen().widthF();
+        // Ink of the ring's colour in a box around the first point.
+        auto ink = [&] {
+            const QImage img = cap->grab().toImage();
+            const QColor c = g->scatterStyle().pen().color();
+            const QPointF pt = cap->pointPixels().front();
+            const double dpr = img.devicePixelRatio();
+            int n = 0;
+            for (int y = int((pt.y() - 14) * dpr); y <= int((pt.y() + 14) * dpr); ++y)
+                for (int x = int((pt.x() - 14) * dpr); x <= int((pt.x() + 14) * dpr); ++x) {
+                    if (!img.rect().contains(x, y))
+                        continue;
+                    const QColor p = img.pixelColor(x, y);
+                    n += std::abs(p.red() - c.red()) + std::abs(p.green() - c.green()) +
+                             std::abs(p.blue() - c.blue()) <
+                         60;
+                }
+            return n;
+        };
+        const int before = ink();
+        QVERIFY(before > 0);
+        features->presentation()->setActive(true, false);
+        QCoreApplication::processEvents();
+        w.renderNow();
+        g = cap->graph(0);
+        QCOMPARE(g->scatterStyle().size(), size * 1.4);
+        QVERIFY(g->scatterStyle().pen().widthF() >= std::max(1.5, ring * 1.5) - 1e-9);
+        const int after = ink();
+        QVERIFY2(after > before * 1.5,
+                 qPrintable(QStringLiteral("ring ink %1 -> %2").arg(before).arg(after)));
         verifyPlotLabelsClear(w, 0);
     }
 

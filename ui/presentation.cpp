@@ -20,6 +20,8 @@ namespace kvscope::ui {
 namespace {
 constexpr double kFontScale = 1.35;
 constexpr double kLineScale = 2.0;
+constexpr double kMarkerScale = 1.4;    ///< point markers' size
+constexpr double kMarkerPenScale = 1.5; ///< their outline (at least 1.5 px)
 
 /// Black ground, white text, yellow accents: reads on a washed-out projector.
 QPalette highContrast() {
@@ -150,6 +152,16 @@ void PresentationController::setActive(bool on, bool fullScreen) {
                     QPen pen = plot->graph(i)->pen();
                     pen.setWidthF(pen.widthF() / kLineScale);
                     plot->graph(i)->setPen(pen);
+                    QCPScatterStyle sc = plot->graph(i)->scatterStyle();
+                    if (!sc.isNone()) {
+                        sc.setSize(sc.size() / kMarkerScale);
+                        if (sc.isPenDefined()) {
+                            QPen ring = sc.pen();
+                            ring.setWidthF(ring.widthF() / kMarkerPenScale);
+                            sc.setPen(ring);
+                        }
+                        plot->graph(i)->setScatterStyle(sc);
+                    }
                     plot->graph(i)->setProperty("kvscopeThick", false);
                 }
             plot->replot(QCustomPlot::rpQueuedReplot);
@@ -174,7 +186,13 @@ void PresentationController::thicken() {
         g->setPen(pen);
         QCPScatterStyle sc = g->scatterStyle();
         if (!sc.isNone()) {
-            sc.setSize(sc.size() * 1.4);
+            sc.setSize(sc.size() * kMarkerScale);
+            // The ring too: a 1 px outline on a 15 px marker vanished on a projector.
+            if (sc.isPenDefined()) {
+                QPen ring = sc.pen();
+                ring.setWidthF(std::max(1.0, ring.widthF()) * kMarkerPenScale);
+                sc.setPen(ring);
+            }
             g->setScatterStyle(sc);
         }
     }

@@ -130,15 +130,8 @@ RooflinePlot::CalloutObstacles RooflinePlot::calloutObstacles() const {
     for (int i = 0; i < itemCount(); ++i)
         if (auto* t = qobject_cast<QCPItemText*>(item(i)); t && t != callout_ && t->visible())
             o.labels.append(itemRect(t));
-    // Lines it must not hide either (the ridge, the roofs), but for its own arrow.
-    o.lines = lineSegments();
-    if (calloutArrow_) {
+    if (calloutArrow_)
         o.tip = calloutArrow_->end->pixelPosition();
-        o.lines.erase(
-            std::remove_if(o.lines.begin(), o.lines.end(),
-                           [&o](const QLineF& l) { return QLineF(l.p2(), o.tip).length() < 0.5; }),
-            o.lines.end());
-    }
     return o;
 }
 
@@ -153,8 +146,9 @@ void RooflinePlot::fitCallout() {
     if (room > 80 && textWidth > room)
         f.setPointSizeF(f.pointSizeF() * room / textWidth);
 
-    // What the callout must not hide: every plotted point (3 each), every other label and
-    // every line (1 each); nor may its arrow cross a label (1 each).
+    // What the callout must not hide: every plotted point (3 each) and every other label (1
+    // each); nor may its arrow cross a label (1 each). Lines may pass behind its opaque box:
+    // avoiding them cost it its full size in presentation type.
     const CalloutObstacles o = calloutObstacles();
     const QRect ar = axisRect()->rect();
     auto costOf = [&o](const QRectF& box) {
@@ -164,8 +158,6 @@ void RooflinePlot::fitCallout() {
             cost += r.contains(pt) ? 3 : 0;
         for (const QRectF& l : o.labels)
             cost += r.intersects(l) ? 1 : 0;
-        for (const QLineF& l : o.lines)
-            cost += crosses(l, r) ? 1 : 0;
         const QPointF from = anchorPoints(box)[nearestAnchor(box, o.tip)];
         for (const QRectF& l : o.labels)
             cost += crosses(QLineF(from, o.tip), l) ? 1 : 0;

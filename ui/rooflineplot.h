@@ -40,7 +40,6 @@ private:
     struct CalloutObstacles {
         QVector<QPointF> points;
         QVector<QRectF> labels;
-        QVector<QLineF> lines;
         QPointF tip;
     };
     CalloutObstacles calloutObstacles() const;
