@@ -239,11 +239,8 @@ NumbersPanel::NumbersPanel(QWidget* parent) : QWidget(parent) {
     addValue(g, 2, 1, QStringLiteral("concurrency"), tr("requests at S"), 1.5, 1, true);
 
     g = addSection(tr("vLLM would log"));
-    addValue(g, 0, 0, QStringLiteral("vllmTokens"), QString(), 0.9, 2);
-    addValue(g, 1, 0, QStringLiteral("vllmConcurrency"), QString(), 0.9, 2);
-    const QFont mono = QFontDatabase::systemFont(QFontDatabase::FixedFont);
-    values_[QStringLiteral("vllmTokens")]->setFont(mono);
-    values_[QStringLiteral("vllmConcurrency")]->setFont(mono);
+    addValue(g, 0, 0, QStringLiteral("vllmTokens"), QString(), 0.8, 2);
+    addValue(g, 1, 0, QStringLiteral("vllmConcurrency"), QString(), 0.8, 2);
 
     g = addSection(tr("Weights, decode step, GPU"));
     addValue(g, 0, 0, QStringLiteral("kvProj"), QString(), 0.9);
@@ -328,8 +325,14 @@ void NumbersPanel::restyle() {
         c->setPalette(p);
     }
     for (const auto& [label, factor] : scaled_) {
-        if (label->objectName().startsWith(QLatin1String("value.vllm")))
+        if (label->objectName().startsWith(QLatin1String("value.vllm"))) {
+            // vLLM's lines in the fixed font, at the panel's scale (presentation type too:
+            // the system font's own size stayed small on a projector).
+            QFont mono = QFontDatabase::systemFont(QFontDatabase::FixedFont);
+            mono.setPointSizeF(base.pointSizeF() * factor);
+            label->setFont(mono);
             continue;
+        }
         label->setFont(scaledFont(base, factor, factor >= 1.0));
     }
     const bool dk = isDark(this);

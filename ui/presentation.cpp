@@ -121,18 +121,19 @@ void PresentationController::setActive(bool on, bool fullScreen) {
             if (auto* d = w_.findChild<QDockWidget*>(QLatin1String(name)))
                 d->hide();
         // The plots get half the height (they read from the back of a hall at 1080p: about
-        // 500 px tall instead of 400), the strips the other half.
+        // 500 px tall instead of 400), the strips and the numbers the other half (a hair more:
+        // the numbers of a hybrid model's layer groups fit it without scrolling).
         QList<QDockWidget*> bottom;
         for (QDockWidget* d : w_.findChildren<QDockWidget*>())
             if (w_.dockWidgetArea(d) == Qt::BottomDockWidgetArea && !d->isHidden())
                 bottom << d;
         const QSize room = fullScreen && w_.screen() ? w_.screen()->size() : w_.size();
         if (!bottom.isEmpty())
-            w_.resizeDocks({bottom.front()}, {room.height() / 2}, Qt::Vertical);
-        // The numbers in presentation type: 28% of the width holds their lines with
+            w_.resizeDocks({bottom.front()}, {room.height() * 49 / 100}, Qt::Vertical);
+        // The numbers in presentation type: 30% of the width holds their lines with
         // little wrapping, so the panel fits its half of the height without scrolling.
         if (auto* numbers = w_.findChild<QDockWidget*>(QStringLiteral("numbersDock")))
-            w_.resizeDocks({numbers}, {room.width() * 28 / 100}, Qt::Horizontal);
+            w_.resizeDocks({numbers}, {room.width() * 30 / 100}, Qt::Horizontal);
         for (auto* plot : w_.findChildren<QCustomPlot*>()) {
             connect(plot, &QCustomPlot::beforeReplot, this, &PresentationController::thicken,
                     Qt::UniqueConnection);
