@@ -49,12 +49,37 @@ std::string rowsKey(const AppState& s) {
     return k;
 }
 
+/// Powers of two along the batch axis, every second or fourth one where the axis is too
+/// narrow for all eleven labels (1 … 1024 ran together in a docked tab at 1600×1000).
+class BatchTicker : public Pow2Ticker {
+public:
+    explicit BatchTicker(QCPAxis* axis) : axis_(axis) {}
+
+protected:
+    QVector<double> createTickVector(double tickStep, const QCPRange& range) override {
+        const QVector<double> all = Pow2Ticker::createTickVector(tickStep, range);
+        const double room = axis_->axisRect()->width();
+        const double need =
+            QFontMetrics(axis_->tickLabelFont()).horizontalAdvance(QStringLiteral("1024")) + 12;
+        int stride = 1;
+        while (stride < 8 && static_cast<double>(all.size()) / stride * need > room)
+            stride *= 2;
+        QVector<double> out;
+        for (int i = 0; i < all.size(); i += stride)
+            out.append(all[i]);
+        return out;
+    }
+
+private:
+    QCPAxis* axis_;
+};
+
 } // namespace
 
 StepPlot::StepPlot(QWidget* parent) : PlotWidget(parent) {
     setMouseTracking(true);
     xAxis->setScaleType(QCPAxis::stLogarithmic);
-    xAxis->setTicker(QSharedPointer<Pow2Ticker>::create());
+    xAxis->setTicker(QSharedPointer<BatchTicker>::create(xAxis));
     xAxis->setLabel(tr("batch (concurrent requests in the step)"));
     yAxis2->setLabel(tr("KV % of the step's bytes"));
     bottomLegend_->setWrap(4);
@@ -81,9 +106,11 @@ void StepPlot::fitPoolLabel() {
     for (const QPointF& p : pointPixels())
         clear = clear && !box.contains(p);
     poolLabel_->setVisible(clear);
-    title_->setText(clear ? titleText_
-                          : titleText_ +
-                                tr(" · shaded: past the pool (B > %1)").arg(maxConcurrency_));
+    // Beside the formula when both fit the title's width, else alone (never cut at both ends).
+    const QString note = tr("shaded: past the pool (B > %1)").arg(maxConcurrency_);
+    const QString both = titleText_ + QStringLiteral(" · ") + note;
+    const bool fits = QFontMetrics(title_->font()).horizontalAdvance(both) < width() - 8;
+    title_->setText(clear ? titleText_ : fits ? both : note);
 }
 
 void StepPlot::setState(const AppState& s, const Report& current) {
