@@ -198,6 +198,9 @@ private Q_SLOTS:
         const QString shown = c->table()->item(2, 3)->text();
         QVERIFY2(!shown.isEmpty() && q(conc->phrase).startsWith(shown), qPrintable(shown));
         QVERIFY(c->dock()->isVisibleTo(w.get()));
+        // Each side named as the GQA paper does, g beside a GQA (MHA keeps its name).
+        QVERIFY2(c->text().contains(QStringLiteral("(MHA)")), qPrintable(c->text()));
+        QVERIFY2(c->text().contains(QStringLiteral("(GQA-8 · g = 8)")), qPrintable(c->text()));
         c->unpin();
         QVERIFY(!c->pinned());
     }

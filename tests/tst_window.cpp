@@ -1,12 +1,15 @@
 // The window as a speaker projects it (offscreen), beyond tst_gui's states: the 2026 configs
 // (Nemotron-H, Gemma-3, gpt-oss), in light and dark, at 1920×1080 and 1600×1000: no plot label
 // covers a point, touches another label or runs off its plot; the
-// brace of collapsed ranks paints its count; the model panel's provenance is never cut.
+// brace of collapsed ranks paints its count; the model panel's provenance is never cut; the
+// screenshots of those states (and presenting) are drawn, not blank.
 #include "core/format.h"
 #include "testutils_gui.h"
+#include "ui/features.h"
 #include "ui/kvstripsview.h"
 #include "ui/mainwindow.h"
 #include "ui/plotwidget.h"
+#include "ui/presentation.h"
 #include "ui/startup.h"
 #include "ui/theme.h"
 
@@ -15,6 +18,8 @@
 #include <QImage>
 #include <QPainter>
 #include <QScopeGuard>
+#include <QSet>
+#include <QTemporaryDir>
 #include <QTest>
 #include <QTreeWidget>
 
@@ -89,6 +94,135 @@ private Q_SLOTS:
         QVERIFY2(applyStartup(w, o, &err), qPrintable(err));
         w.renderNow();
         verifyPlotLabelsClear(w, 0);
+    }
+
+    // Presentation mode at 1920×1080: the markers grow (size and ring, from a regenerated
+    // sprite: the point's box holds more of the ring's colour than in the normal window) and
+    // no label of the enlarged type covers a point, crosses a line or runs off its plot.
+    void presentationMarkersAndLabels_data() {
+        QTest::addColumn<QStringList>("flags");
+        QTest::newRow("default") << QStringList{};
+        QTest::newRow("deepseek-v3 tp128")
+            << QStringList{QStringLiteral("--model"), QStringLiteral("deepseek-v3"),
+                           QStringLiteral("--tp"), QStringLiteral("128")};
+        QTest::newRow("gemma-3-27b")
+            << QStringList{QStringLiteral("--model"), fixture("google__gemma-3-27b-it.json")};
+    }
+    void presentationMarkersAndLabels() {
+        QFETCH(QStringList, flags);
+        const QFont appFont = QApplication::font();
+        QFont f = appFont;
+        f.setPointSizeF(10.5);
+        QApplication::setFont(f);
+        const auto restore = qScopeGuard([&] { QApplication::setFont(appFont); });
+        StartupOptions o = parseStartup(QStringList{QStringLiteral("kvscope")} + flags);
+        QVERIFY2(o.error.isEmpty(), qPrintable(o.error));
+        MainWindow w(MainWindow::Options{false, false});
+        w.resize(1920, 1080);
+        QString err;
+        QVERIFY2(applyStartup(w, o, &err), qPrintable(err));
+        Features* features = installFeatures(w, FeatureOptions{});
+        w.show();
+        w.renderNow();
+        auto* cap = qobject_cast<PlotWidget*>(w.viewWidget(QStringLiteral("capacity")));
+        QVERIFY(cap && cap->graphCount() > 0);
+        QCPGraph* g = cap->graph(0);
+        const double size = g->scatterStyle().size();
+        const double ring = g->scatterStyle().pen().widthF();
+        // Ink of the ring's colour in a box around the first point.
+        auto ink = [&] {
+            const QImage img = cap->grab().toImage();
+            const QColor c = g->scatterStyle().pen().color();
+            const QPointF pt = cap->pointPixels().front();
+            const double dpr = img.devicePixelRatio();
+            int n = 0;
+            for (int y = int((pt.y() - 14) * dpr); y <= int((pt.y() + 14) * dpr); ++y)
+                for (int x = int((pt.x() - 14) * dpr); x <= int((pt.x() + 14) * dpr); ++x) {
+                    if (!img.rect().contains(x, y))
+                        continue;
+                    const QColor p = img.pixelColor(x, y);
+                    n += std::abs(p.red() - c.red()) + std::abs(p.green() - c.green()) +
+                             std::abs(p.blue() - c.blue()) <
+                         60;
+                }
+            return n;
+        };
+        const int before = ink();
+        QVERIFY(before > 0);
+        features->presentation()->setActive(true, false);
+        QCoreApplication::processEvents();
+        w.renderNow();
+        g = cap->graph(0);
+        QCOMPARE(g->scatterStyle().size(), size * 1.4);
+        QVERIFY(g->scatterStyle().pen().widthF() >= std::max(1.5, ring * 1.5) - 1e-9);
+        const int after = ink();
+        QVERIFY2(after > before * 1.5,
+                 qPrintable(QStringLiteral("ring ink %1 -> %2").arg(before).arg(after)));
+        verifyPlotLabelsClear(w, 0);
+    }
+
+    // Screenshots of the states a speaker projects are real windows, light and dark.
+    void screenshotsAtTalkStatesNotBlank_data() {
+        QTest::addColumn<QStringList>("flags");
+        const QString fixtures = QStringLiteral(KVSCOPE_FIXTURES_2026_DIR "/");
+        const QList<QPair<const char*, QStringList>> states = {
+            {"deepseek-v3 tp128",
+             {QStringLiteral("--model"), QStringLiteral("deepseek-v3"), QStringLiteral("--tp"),
+              QStringLiteral("128")}},
+            {"llama-3.1-405b mqa tp128",
+             {QStringLiteral("--model"), QStringLiteral("llama-3.1-405b"), QStringLiteral("--tp"),
+              QStringLiteral("128"), QStringLiteral("--h-kv"), QStringLiteral("1")}},
+            {"nemotron-h-56b",
+             {QStringLiteral("--model"),
+              fixtures + QLatin1String("nvidia__Nemotron-H-56B-Base-8K.json")}},
+            {"gemma-3-27b",
+             {QStringLiteral("--model"), fixtures + QLatin1String("google__gemma-3-27b-it.json")}},
+            {"gpt-oss-20b",
+             {QStringLiteral("--model"), fixtures + QLatin1String("openai__gpt-oss-20b.json")}},
+            {"default", {}}};
+        for (const auto& [name, flags] : states)
+            for (const char* theme : {"light", "dark"})
+                for (const char* size : {"1920x1080", "1600x1000", "1920x1080 present"}) {
+                    QStringList f = flags;
+                    f << QStringLiteral("--theme") << QLatin1String(theme)
+                      << QStringLiteral("--size")
+                      << QString::fromLatin1(size).section(QLatin1Char(' '), 0, 0);
+                    if (QLatin1String(size).endsWith(QLatin1String("present")))
+                        f << QStringLiteral("--present");
+                    QTest::newRow(qPrintable(
+                        QStringLiteral("%1 %2 %3")
+                            .arg(QLatin1String(name), QLatin1String(theme), QLatin1String(size))))
+                        << f;
+                }
+    }
+    void screenshotsAtTalkStatesNotBlank() {
+        QFETCH(QStringList, flags);
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("k.png"));
+        StartupOptions o = parseStartup(
+            QStringList{QStringLiteral("kvscope"), QStringLiteral("--screenshot"), path} + flags);
+        QVERIFY2(o.error.isEmpty(), qPrintable(o.error));
+        if (o.theme)
+            applyTheme(*o.theme == QLatin1String("dark") ? ThemeMode::Dark : ThemeMode::Light);
+        QCOMPARE(runScreenshot(o), 0);
+        applyTheme(ThemeMode::Light);
+        const QImage img(path);
+        QCOMPARE(img.size(), o.size);
+        // The whole window, and each of the strips (top middle) and the plots (bottom row):
+        // each drawn, not a flat ground.
+        auto colours = [&img](const QRect& r) {
+            QSet<QRgb> out;
+            for (int y = r.top(); y <= r.bottom(); y += 5)
+                for (int x = r.left(); x <= r.right(); x += 5)
+                    out.insert(img.pixel(x, y));
+            return out.size();
+        };
+        const int w = img.width(), h = img.height();
+        QVERIFY2(colours(img.rect()) > 50, "the screenshot looks blank");
+        QVERIFY2(colours(QRect(w / 4, h / 8, w / 2, h / 4)) > 20, "the strips look blank");
+        for (int i = 0; i < 3; ++i)
+            QVERIFY2(colours(QRect(w * i / 4 + w / 16, h * 6 / 10, w / 5, h / 4)) > 12,
+                     qPrintable(QStringLiteral("plot %1 looks blank").arg(i)));
     }
 
     // Past the ranks that fit legibly, identical ranks collapse into a brace with a count, and

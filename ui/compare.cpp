@@ -94,8 +94,8 @@ void CompareController::refresh() {
     comparison_ = compareReports(*aReport_, w_.report());
     const auto& c = *comparison_;
     header_->setText(tr("<b>A</b> %1 (%2)<br><b>B</b> %3 (%4)")
-                         .arg(aTitle_.toHtmlEscaped(), q(c.a.variant),
-                              stateTitle(w_.state()).toHtmlEscaped(), q(c.b.variant)));
+                         .arg(aTitle_.toHtmlEscaped(), q(variantWithGroup(c.a)),
+                              stateTitle(w_.state()).toHtmlEscaped(), q(variantWithGroup(c.b))));
     table_->setRowCount(static_cast<int>(c.ratios.size()));
     int row = 0;
     for (const auto& r : c.ratios) {

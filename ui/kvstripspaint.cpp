@@ -110,13 +110,22 @@ void KvStripsView::paintCaption(QPainter& p, const QSize& size) const {
         tr("%1 / token / GPU").arg(q(humanBytes(static_cast<double>(r.cellBytesPerTokenPerRank))));
     const double bigW = tfm.horizontalAdvance(big);
     const double titleW = std::max(40.0, size.width() - kRight - 16 - bigW - 24);
+    // Then a config file's "org__" prefix (google__gemma-3-27b-it), then the model's name is
+    // elided, never the variant and TP after it (the full title is the tooltip).
     QString shown = title;
     if (tfm.horizontalAdvance(shown) > titleW) {
-        shown = titleText(title_, q(r.variant), r);
-        if (tfm.horizontalAdvance(shown) > titleW && title_.contains(QStringLiteral(" (")))
-            shown = titleText(title_.left(title_.indexOf(QStringLiteral(" ("))), q(r.variant), r);
-        if (tfm.horizontalAdvance(shown) > titleW)
-            shown = tfm.elidedText(shown, Qt::ElideRight, titleW);
+        QString model = title_;
+        shown = titleText(model, q(r.variant), r);
+        if (tfm.horizontalAdvance(shown) > titleW && model.contains(QStringLiteral(" (")))
+            shown =
+                titleText(model = model.left(model.indexOf(QStringLiteral(" ("))), q(r.variant), r);
+        if (tfm.horizontalAdvance(shown) > titleW && model.contains(QStringLiteral("__")))
+            shown = titleText(model = model.section(QStringLiteral("__"), 1), q(r.variant), r);
+        if (tfm.horizontalAdvance(shown) > titleW) {
+            const double rest = tfm.horizontalAdvance(titleText(QString(), q(r.variant), r));
+            shown = titleText(tfm.elidedText(model, Qt::ElideRight, std::max(30.0, titleW - rest)),
+                              q(r.variant), r);
+        }
         elided << title;
     }
     p.drawText(QRectF(16, 8, titleW, titleH), Qt::AlignLeft | Qt::AlignVCenter, shown);

@@ -12,6 +12,7 @@
 #include <QLabel>
 #include <QMouseEvent>
 #include <QPainter>
+#include <QResizeEvent>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
@@ -34,19 +35,22 @@ QString changeLine(double before, double now, const std::string& label, const ch
 }
 } // namespace
 
-// A plain-text label that never wraps and never widens the panel (a line longer than the
-// label is elided, and then its tooltip carries the full text and the value's own tip).
-// Unlike QLabel, a new text that keeps the size hint only repaints: QLabel::setText always
-// asks the layout again, and a panel of values changing on every slider step relayouted
-// itself (and its scroll area) on every step.
+// A plain-text label that never widens the panel. A fixed one (a big number, a row label) is
+// elided when too long; an elastic one (the breakdown, vLLM's lines, the captions) wraps at
+// spaces to the panel's width and grows in height, so no line is cut at 1600×1000 or in
+// presentation mode. Where text still does not fit, its tooltip carries it whole with the
+// value's own tip. Unlike QLabel, a new text that keeps the size (and, wrapped, the height)
+// only repaints: QLabel::setText always asks the layout again, and a panel of values changing
+// on every slider step relayouted itself (and its scroll area) on every step.
 class FitLabel : public QWidget {
 public:
     FitLabel(const QString& text, bool elastic, QWidget* parent)
         : QWidget(parent), text_(text), elastic_(elastic) {
-        if (elastic)
-            setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
-        else
+        if (elastic) {
+            setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
+        } else {
             setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Fixed);
+        }
     }
     const QString& text() const { return text_; }
     void setText(const QString& text) {
@@ -67,6 +71,8 @@ public:
         elided_ = -1;
         update();
     }
+    /// Whether the text as last painted was cut (elided, or wrapped past the label's height).
+    bool cut() const { return elided_ == 1; }
     QSize sizeHint() const override {
         QSize s = hint();
         if (elastic_)
@@ -88,17 +94,35 @@ protected:
             updateGeometry();
         }
     }
+    void resizeEvent(QResizeEvent* e) override {
+        QWidget::resizeEvent(e);
+        // Wrapped, its height follows its width (the layout sets the width alone: the
+        // horizontal policy is Ignored, so a new height never moves the width again).
+        if (elastic_ && e->size().width() != e->oldSize().width()) {
+            const int h = hint().height();
+            if (h != hintHeight_) {
+                hintHeight_ = h;
+                updateGeometry();
+            }
+        }
+    }
     void paintEvent(QPaintEvent*) override {
         QPainter p(this);
         p.setPen(palette().color(QPalette::WindowText));
         const QFontMetrics fm(font());
-        int y = 0;
         bool elided = false;
-        for (const QString& line : text_.split(QLatin1Char('\n'))) {
-            const QString e = fm.elidedText(line, Qt::ElideRight, width());
-            elided = elided || e != line;
-            p.drawText(QRect(0, y, width(), fm.height()), Qt::AlignLeft | Qt::AlignVCenter, e);
-            y += fm.lineSpacing();
+        if (elastic_) {
+            p.drawText(rect(), Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, text_);
+            elided = hint().height() > height() + 1 ||
+                     (hint().width() > width() && wrapped(width()).width() > width() + 1);
+        } else {
+            int y = 0;
+            for (const QString& line : text_.split(QLatin1Char('\n'))) {
+                const QString e = fm.elidedText(line, Qt::ElideRight, width());
+                elided = elided || e != line;
+                p.drawText(QRect(0, y, width(), fm.height()), Qt::AlignLeft | Qt::AlignVCenter, e);
+                y += fm.lineSpacing();
+            }
         }
         if (static_cast<int>(elided) != elided_) {
             elided_ = elided;
@@ -108,19 +132,40 @@ protected:
     }
 
 private:
+    /// The text's widest line and height; wrapped ones as tall as their lines at the current
+    /// width. Kept until the text, the width or the font moves (asked twice per new text).
     QSize hint() const {
+        const QString key = font().key();
+        if (hintText_ == text_ && hintWidth_ == width() && hintFont_ == key)
+            return hint_;
         const QFontMetrics fm(font());
         const QStringList lines = text_.split(QLatin1Char('\n'));
         int w = 0;
         for (const QString& l : lines)
             w = std::max(w, fm.horizontalAdvance(l));
-        return {w + 2, fm.height() + fm.lineSpacing() * (static_cast<int>(lines.size()) - 1)};
+        int h = fm.height() + fm.lineSpacing() * (static_cast<int>(lines.size()) - 1);
+        if (elastic_) // the height QPainter::drawText lays the (wrapped) lines out in
+            h = wrapped(width() > 20 ? width() : w + 2).height();
+        hint_ = {w + 2, h};
+        hintText_ = text_;
+        hintWidth_ = width();
+        hintFont_ = key;
+        return hint_;
+    }
+    /// The text's box wrapped at spaces to `w` px.
+    QRect wrapped(int w) const {
+        return QFontMetrics(font()).boundingRect(QRect(0, 0, w, 1 << 20),
+                                                 Qt::AlignLeft | Qt::TextWordWrap, text_);
     }
 
     QString text_;
     bool elastic_;
     QString tip_;
     int elided_ = -1;
+    int hintHeight_ = -1; ///< the height last asked of the layout (wrapped labels)
+    mutable QSize hint_;
+    mutable QString hintText_, hintFont_;
+    mutable int hintWidth_ = -1;
 };
 
 /// A section title that folds its section away and back on a click ("▾ POOL" / "▸ POOL").
@@ -129,8 +174,11 @@ public:
     SectionTitle(const QString& title, QWidget* body, QWidget* parent)
         : QLabel(parent), title_(title.toUpper()), body_(body) {
         setCursor(Qt::PointingHandCursor);
-        // A long title is cut at the panel's edge; it never widens the panel.
-        setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
+        // A long title wraps at the panel's edge; it never widens the panel.
+        setWordWrap(true);
+        QSizePolicy p(QSizePolicy::Ignored, QSizePolicy::Preferred);
+        p.setHeightForWidth(true);
+        setSizePolicy(p);
         setMinimumWidth(1);
         setToolTip(QObject::tr("Click to fold or unfold this section"));
         refresh();
@@ -163,8 +211,10 @@ private:
 
 NumbersPanel::NumbersPanel(QWidget* parent) : QWidget(parent) {
     auto* v = new QVBoxLayout(this);
-    v->setContentsMargins(12, 6, 12, 6);
-    v->setSpacing(0); // every section fits 1600×1000 and presentation mode without scrolling
+    // Every section fits 1600×1000 and presentation mode (1080p) without scrolling: no spacing
+    // but the section titles' own line height.
+    v->setContentsMargins(12, 2, 12, 2);
+    v->setSpacing(0);
 
     // Each value with its caption on the same line ("40 KiB per GPU"): a line per row, not two.
     // KV cache: a row label per row ("token", "request"), the columns named in the title.
@@ -189,11 +239,8 @@ NumbersPanel::NumbersPanel(QWidget* parent) : QWidget(parent) {
     addValue(g, 2, 1, QStringLiteral("concurrency"), tr("requests at S"), 1.5, 1, true);
 
     g = addSection(tr("vLLM would log"));
-    addValue(g, 0, 0, QStringLiteral("vllmTokens"), QString(), 0.9, 2);
-    addValue(g, 1, 0, QStringLiteral("vllmConcurrency"), QString(), 0.9, 2);
-    const QFont mono = QFontDatabase::systemFont(QFontDatabase::FixedFont);
-    values_[QStringLiteral("vllmTokens")]->setFont(mono);
-    values_[QStringLiteral("vllmConcurrency")]->setFont(mono);
+    addValue(g, 0, 0, QStringLiteral("vllmTokens"), QString(), 0.8, 2);
+    addValue(g, 1, 0, QStringLiteral("vllmConcurrency"), QString(), 0.8, 2);
 
     g = addSection(tr("Weights, decode step, GPU"));
     addValue(g, 0, 0, QStringLiteral("kvProj"), QString(), 0.9);
@@ -211,7 +258,6 @@ QGridLayout* NumbersPanel::addSection(const QString& title) {
     auto* body = new QWidget(this);
     auto* t = new SectionTitle(title, body, this);
     sectionTitles_.append(t);
-    v->addSpacing(1);
     v->addWidget(t);
     v->addWidget(body);
     auto* g = new QGridLayout(body);
@@ -279,8 +325,14 @@ void NumbersPanel::restyle() {
         c->setPalette(p);
     }
     for (const auto& [label, factor] : scaled_) {
-        if (label->objectName().startsWith(QLatin1String("value.vllm")))
+        if (label->objectName().startsWith(QLatin1String("value.vllm"))) {
+            // vLLM's lines in the fixed font, at the panel's scale (presentation type too:
+            // the system font's own size stayed small on a projector).
+            QFont mono = QFontDatabase::systemFont(QFontDatabase::FixedFont);
+            mono.setPointSizeF(base.pointSizeF() * factor);
+            label->setFont(mono);
             continue;
+        }
         label->setFont(scaledFont(base, factor, factor >= 1.0));
     }
     const bool dk = isDark(this);
@@ -310,6 +362,18 @@ QString NumbersPanel::valueTip(const QString& key) const {
 
 QStringList NumbersPanel::valueFields(const QString& key) const {
     return fieldsOf_.value(key);
+}
+
+QStringList NumbersPanel::cutTexts() const {
+    QStringList out;
+    for (auto it = values_.constBegin(); it != values_.constEnd(); ++it)
+        if (it.value()->isVisible() && it.value()->cut())
+            out << it.key();
+    for (auto it = captions_.constBegin(); it != captions_.constEnd(); ++it)
+        if (it.value()->isVisible() && it.value()->cut())
+            out << QStringLiteral("caption.") + it.key();
+    std::sort(out.begin(), out.end());
+    return out;
 }
 
 bool NumbersPanel::groupsShown() const {

@@ -36,6 +36,9 @@ public:
     /// The field-list keys a value key's text was made from ("groups":
     /// "model.layer_groups.0.count", ...; "gpu": the GPU rows marked for the panel).
     QStringList valueFields(const QString& key) const;
+    /// The value keys (and "caption." + key) whose text was cut when last painted: elided, or
+    /// wrapped past the room the layout gave it. Empty when everything shows whole.
+    QStringList cutTexts() const;
     /// Whether the layer-group lines are shown (hybrid models only).
     bool groupsShown() const;
     /// Sections fold away on a click on their title (and back); in order from the top.

@@ -152,6 +152,71 @@ QVector<QPointF> PlotWidget::pointPixels() const {
     return out;
 }
 
+QVector<QLineF> PlotWidget::lineSegments() const {
+    QVector<QLineF> out;
+    const QRectF ar = axisRect()->rect();
+    for (int i = 0; i < itemCount(); ++i) {
+        if (!item(i)->visible())
+            continue;
+        if (auto* l = qobject_cast<QCPItemLine*>(item(i))) {
+            out.append(QLineF(l->start->pixelPosition(), l->end->pixelPosition()));
+        } else if (auto* s = qobject_cast<QCPItemStraightLine*>(item(i))) {
+            // Infinite: extended far past the axis rect (every plot clips it there).
+            const QPointF a = s->point1->pixelPosition(), b = s->point2->pixelPosition();
+            const QPointF d = b - a;
+            const double len = std::hypot(d.x(), d.y());
+            if (len <= 0)
+                continue;
+            const double reach = (ar.width() + ar.height()) * 2 / len;
+            out.append(QLineF(a - d * reach, a + d * reach));
+        }
+    }
+    for (int i = 0; i < graphCount(); ++i) {
+        QCPGraph* g = graph(i);
+        if (!g->visible() || g->lineStyle() == QCPGraph::lsNone || g->pen().style() == Qt::NoPen)
+            continue;
+        QPointF prev;
+        bool first = true;
+        for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it) {
+            const QPointF p(g->keyAxis()->coordToPixel(it->key),
+                            g->valueAxis()->coordToPixel(it->value));
+            if (!first)
+                out.append(QLineF(prev, p));
+            prev = p;
+            first = false;
+        }
+    }
+    return out;
+}
+
+bool PlotWidget::crosses(const QLineF& segment, const QRectF& box) {
+    // Liang-Barsky: clip the segment to the box shrunk by a pixel; anything left crosses.
+    const QRectF r = box.adjusted(1, 1, -1, -1);
+    if (r.isEmpty())
+        return false;
+    const QPointF p = segment.p1(), d = segment.p2() - segment.p1();
+    double t0 = 0, t1 = 1;
+    const double pq[4][2] = {{-d.x(), p.x() - r.left()},
+                             {d.x(), r.right() - p.x()},
+                             {-d.y(), p.y() - r.top()},
+                             {d.y(), r.bottom() - p.y()}};
+    for (const auto& [dp, q] : pq) {
+        if (dp == 0) {
+            if (q < 0)
+                return false;
+            continue;
+        }
+        const double t = q / dp;
+        if (dp < 0)
+            t0 = std::max(t0, t);
+        else
+            t1 = std::min(t1, t);
+        if (t0 > t1)
+            return false;
+    }
+    return true;
+}
+
 void PlotWidget::addFloating(QCPItemText* label, std::vector<Spot> spots) {
     if (label && !spots.empty())
         floating_.push_back({label, std::move(spots)});
@@ -165,13 +230,9 @@ void PlotWidget::placeFloating() {
         return;
     const QRectF ar = axisRect()->rect();
     const QVector<QPointF> points = pointPixels();
-    // Vertical marker lines (the current TP, the crossover, the 10% batch): a label across
+    // Marker lines (the current TP, the crossover, the ridge) and the curves: a label across
     // one reads as struck through.
-    QVector<double> lines;
-    for (int i = 0; i < itemCount(); ++i)
-        if (auto* l = qobject_cast<QCPItemStraightLine*>(item(i));
-            l && l->visible() && l->point1->coords().x() == l->point2->coords().x())
-            lines.append(l->point1->pixelPosition().x());
+    const QVector<QLineF> lines = lineSegments();
     QVector<QRectF> taken;
     for (int i = 0; i < itemCount(); ++i) {
         auto* t = qobject_cast<QCPItemText*>(item(i));
@@ -209,8 +270,8 @@ void PlotWidget::placeFloating() {
             for (const QRectF& l : taken)
                 cost += r.adjusted(-4, -4, 4, 4).intersects(l) ? 3 : 0;
             // Crossing a line is the mildest fault: better than touching a label.
-            for (double x : lines)
-                cost += x > r.left() + 1 && x < r.right() - 1 ? 1 : 0;
+            for (const QLineF& l : lines)
+                cost += crosses(l, r) ? 1 : 0;
             if (bestCost < 0 || cost < bestCost) {
                 bestCost = cost;
                 best = &s;

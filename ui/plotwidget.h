@@ -48,6 +48,11 @@ public:
     /// point (graphs drawn with a scatter) in widget pixels: what the tests check for overlap.
     QVector<QRectF> labelRects() const;
     QVector<QPointF> pointPixels() const;
+    /// Every drawn line in widget pixels: item lines, straight lines (across the axis rect) and
+    /// each graph's segments (graphs drawn with a line): what a label must not cross.
+    QVector<QLineF> lineSegments() const;
+    /// Whether `segment` passes through the inside of `box` (touching its edge does not count).
+    static bool crosses(const QLineF& segment, const QRectF& box);
 
 protected:
     void changeEvent(QEvent* e) override;

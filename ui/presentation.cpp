@@ -20,6 +20,8 @@ namespace kvscope::ui {
 namespace {
 constexpr double kFontScale = 1.35;
 constexpr double kLineScale = 2.0;
+constexpr double kMarkerScale = 1.4;    ///< point markers' size
+constexpr double kMarkerPenScale = 1.5; ///< their outline (at least 1.5 px)
 
 /// Black ground, white text, yellow accents: reads on a washed-out projector.
 QPalette highContrast() {
@@ -119,15 +121,19 @@ void PresentationController::setActive(bool on, bool fullScreen) {
             if (auto* d = w_.findChild<QDockWidget*>(QLatin1String(name)))
                 d->hide();
         // The plots get half the height (they read from the back of a hall at 1080p: about
-        // 500 px tall instead of 400), the strips the other half.
+        // 500 px tall instead of 400), the strips and the numbers the other half (a hair more:
+        // the numbers of a hybrid model's layer groups fit it without scrolling).
         QList<QDockWidget*> bottom;
         for (QDockWidget* d : w_.findChildren<QDockWidget*>())
             if (w_.dockWidgetArea(d) == Qt::BottomDockWidgetArea && !d->isHidden())
                 bottom << d;
-        if (!bottom.isEmpty()) {
-            const int h = (fullScreen && w_.screen() ? w_.screen()->size().height() : w_.height());
-            w_.resizeDocks({bottom.front()}, {h / 2}, Qt::Vertical);
-        }
+        const QSize room = fullScreen && w_.screen() ? w_.screen()->size() : w_.size();
+        if (!bottom.isEmpty())
+            w_.resizeDocks({bottom.front()}, {room.height() * 49 / 100}, Qt::Vertical);
+        // The numbers in presentation type: 30% of the width holds their lines with
+        // little wrapping, so the panel fits its half of the height without scrolling.
+        if (auto* numbers = w_.findChild<QDockWidget*>(QStringLiteral("numbersDock")))
+            w_.resizeDocks({numbers}, {room.width() * 30 / 100}, Qt::Horizontal);
         for (auto* plot : w_.findChildren<QCustomPlot*>()) {
             connect(plot, &QCustomPlot::beforeReplot, this, &PresentationController::thicken,
                     Qt::UniqueConnection);
@@ -147,6 +153,16 @@ void PresentationController::setActive(bool on, bool fullScreen) {
                     QPen pen = plot->graph(i)->pen();
                     pen.setWidthF(pen.widthF() / kLineScale);
                     plot->graph(i)->setPen(pen);
+                    QCPScatterStyle sc = plot->graph(i)->scatterStyle();
+                    if (!sc.isNone()) {
+                        sc.setSize(sc.size() / kMarkerScale);
+                        if (sc.isPenDefined()) {
+                            QPen ring = sc.pen();
+                            ring.setWidthF(ring.widthF() / kMarkerPenScale);
+                            sc.setPen(ring);
+                        }
+                        plot->graph(i)->setScatterStyle(sc);
+                    }
                     plot->graph(i)->setProperty("kvscopeThick", false);
                 }
             plot->replot(QCustomPlot::rpQueuedReplot);
@@ -171,7 +187,13 @@ void PresentationController::thicken() {
         g->setPen(pen);
         QCPScatterStyle sc = g->scatterStyle();
         if (!sc.isNone()) {
-            sc.setSize(sc.size() * 1.4);
+            sc.setSize(sc.size() * kMarkerScale);
+            // The ring too: a 1 px outline on a 15 px marker vanished on a projector.
+            if (sc.isPenDefined()) {
+                QPen ring = sc.pen();
+                ring.setWidthF(std::max(1.0, ring.widthF()) * kMarkerPenScale);
+                sc.setPen(ring);
+            }
             g->setScatterStyle(sc);
         }
     }

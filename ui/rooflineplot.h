@@ -36,6 +36,25 @@ private:
     /// Shrinks the current-configuration callout to the axis rect and moves it to the corner
     /// that covers the fewest points and labels (run after each layout).
     void fitCallout();
+    /// What the callout must keep clear of, in widget pixels; `tip` is where its arrow points.
+    struct CalloutObstacles {
+        QVector<QPointF> points;
+        QVector<QRectF> labels;
+        QPointF tip;
+    };
+    CalloutObstacles calloutObstacles() const;
+
+    /// The axes' ranges and where the ridge is (rebuild's first step, the others' input).
+    struct Frame {
+        double x0, x1, y0, y1, ridge;
+    };
+    /// The slope, the roofs and the ridge; their labels are returned to be placed last.
+    void addRoofs(const Frame& f, std::vector<std::pair<QCPItemText*, std::vector<Spot>>>& labels);
+    /// One point per variant (coinciding ones share a label) and the current one's callout.
+    void addVariants();
+    void addCurrent(const VariantPoint& current, const QStringList& sameAsCurrent);
+    /// The measured ceiling and points (when shown).
+    void addMeasured(const Frame& f);
 
     RooflineData data_;
     QPointer<QCPItemText> callout_;

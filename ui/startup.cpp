@@ -29,7 +29,10 @@ void settle(MainWindow& w) {
     for (int i = 0; i < 3; ++i)
         QApplication::processEvents();
     w.renderNow();
-    QApplication::processEvents();
+    // A new text can change a label's height (the numbers panel wraps its long lines): the
+    // layout requests it posts take a round each to settle before the grab.
+    for (int i = 0; i < 3; ++i)
+        QApplication::processEvents();
 }
 } // namespace
 

@@ -49,19 +49,68 @@ std::string rowsKey(const AppState& s) {
     return k;
 }
 
+/// Powers of two along the batch axis, every second or fourth one where the axis is too
+/// narrow for all eleven labels (1 … 1024 ran together in a docked tab at 1600×1000).
+class BatchTicker : public Pow2Ticker {
+public:
+    explicit BatchTicker(QCPAxis* axis) : axis_(axis) {}
+
+protected:
+    QVector<double> createTickVector(double tickStep, const QCPRange& range) override {
+        const QVector<double> all = Pow2Ticker::createTickVector(tickStep, range);
+        const double room = axis_->axisRect()->width();
+        const double need =
+            QFontMetrics(axis_->tickLabelFont()).horizontalAdvance(QStringLiteral("1024")) + 12;
+        int stride = 1;
+        while (stride < 8 && static_cast<double>(all.size()) / stride * need > room)
+            stride *= 2;
+        QVector<double> out;
+        for (int i = 0; i < all.size(); i += stride)
+            out.append(all[i]);
+        return out;
+    }
+
+private:
+    QCPAxis* axis_;
+};
+
 } // namespace
 
 StepPlot::StepPlot(QWidget* parent) : PlotWidget(parent) {
     setMouseTracking(true);
     xAxis->setScaleType(QCPAxis::stLogarithmic);
-    xAxis->setTicker(QSharedPointer<Pow2Ticker>::create());
+    xAxis->setTicker(QSharedPointer<BatchTicker>::create(xAxis));
     xAxis->setLabel(tr("batch (concurrent requests in the step)"));
     yAxis2->setLabel(tr("KV % of the step's bytes"));
     bottomLegend_->setWrap(4);
     plotLayout()->insertRow(0);
     title_ = new QCPTextElement(this, QString(), labelFont(0.95));
     plotLayout()->addElement(0, 0, title_);
+    // After the floating labels are placed (PlotWidget connects first).
+    connect(this, &QCustomPlot::afterLayout, this, &StepPlot::fitPoolLabel);
     rebuild();
+}
+
+void StepPlot::fitPoolLabel() {
+    // The pool's label is the least needed (the band is shaded): where the other labels leave
+    // it no free spot (a narrow dock), the title says it instead.
+    if (!poolLabel_) {
+        title_->setText(titleText_);
+        return;
+    }
+    const QRectF box = itemRect(poolLabel_).adjusted(-2, -2, 2, 2);
+    bool clear = QRectF(axisRect()->rect()).contains(box);
+    for (int i = 0; i < itemCount() && clear; ++i)
+        if (auto* t = qobject_cast<QCPItemText*>(item(i)); t && t != poolLabel_ && t->visible())
+            clear = !box.intersects(itemRect(t));
+    for (const QPointF& p : pointPixels())
+        clear = clear && !box.contains(p);
+    poolLabel_->setVisible(clear);
+    // Beside the formula when both fit the title's width, else alone (never cut at both ends).
+    const QString note = tr("shaded: past the pool (B > %1)").arg(maxConcurrency_);
+    const QString both = titleText_ + QStringLiteral(" · ") + note;
+    const bool fits = QFontMetrics(title_->font()).horizontalAdvance(both) < width() - 8;
+    title_->setText(clear ? titleText_ : fits ? both : note);
 }
 
 void StepPlot::setState(const AppState& s, const Report& current) {
@@ -142,251 +191,280 @@ double StepPlot::valueOf(const DecodeStep& s) const {
     return mode_ == Mode::Throughput ? s.tokensPerSPerGpu : s.timeLowerBoundS * 1e3;
 }
 
+std::vector<const StepSweepRow*> StepPlot::currentRows() const {
+    std::vector<const StepSweepRow*> out;
+    for (const auto& r : rows_)
+        if (r.kvHeads == currentKv_ && r.step)
+            out.push_back(&r);
+    return out;
+}
+
 void StepPlot::rebuild() {
     clearGraphs();
     clearItems();
     floating_.clear();
     clearPlottables();
     styleAxes();
-    const bool dk = dark();
+    poolLabel_ = nullptr;
+    titleText_ = mode_ == Mode::Bytes  ? tr("bytes per GPU per step, current variant")
+                 : mode_ == Mode::Time ? tr("max(bytes/BW, FLOPs/peak) + all-reduces")
+                                       : tr("at the step's lower bound");
     if (title_) {
         title_->setTextColor(mutedColor());
         title_->setFont(labelFont(0.95));
-        title_->setText(mode_ == Mode::Bytes  ? tr("bytes per GPU per step, current variant")
-                        : mode_ == Mode::Time ? tr("max(bytes/BW, FLOPs/peak) + all-reduces")
-                                              : tr("at the step's lower bound"));
+        title_->setText(titleText_);
     }
     if (rows_.empty())
         return;
-
     double maxBatch = 1;
     for (const auto& r : rows_)
         maxBatch = std::max(maxBatch, static_cast<double>(r.batch));
     xAxis->setRange(0.8, maxBatch * 1.25);
 
-    auto currentRows = [&] {
-        std::vector<const StepSweepRow*> out;
-        for (const auto& r : rows_)
-            if (r.kvHeads == currentKv_ && r.step)
-                out.push_back(&r);
-        return out;
-    }();
-
     // Labels that move to wherever they cover no point, no line and no other label
     // (placeFloating), in order of importance: the current point's, the 10% batch's, the pool's.
-    QCPItemText *poolLabel = nullptr, *tenLabel = nullptr, *currentLabel = nullptr;
-    std::vector<Spot> poolSpots, tenSpots, currentSpots;
-
-    // Batches the pool cannot hold for the current variant.
-    auto shadePastPool = [&](double yLo, double yHi) {
-        if (maxConcurrency_ < 1 || static_cast<double>(maxConcurrency_) >= maxBatch)
-            return;
-        QColor shade = warningColor(dk);
-        shade.setAlpha(dk ? 38 : 28);
-        auto* r = new QCPItemRect(this);
-        r->topLeft->setType(QCPItemPosition::ptPlotCoords);
-        r->bottomRight->setType(QCPItemPosition::ptPlotCoords);
-        r->topLeft->setCoords(static_cast<double>(maxConcurrency_) + 0.5, yHi);
-        r->bottomRight->setCoords(xAxis->range().upper, yLo);
-        r->setPen(Qt::NoPen);
-        r->setBrush(shade);
-        r->setLayer(QStringLiteral("grid"));
-        const double xr = xAxis->range().upper / 1.05;
-        const double top = mode_ == Mode::Bytes ? yHi * 0.97 : yHi / 1.3;
-        const double bottom = mode_ == Mode::Bytes ? yHi * 0.03 : yLo * 1.3;
-        poolLabel = addLabel(xr, top, tr("past the pool\n(%1 requests)").arg(maxConcurrency_),
-                             Qt::AlignRight | Qt::AlignTop, warningColor(dk), 0.9, true);
-        poolLabel->setTextAlignment(Qt::AlignRight);
-        poolSpots = {{xr, top, Qt::AlignRight | Qt::AlignTop},
-                     {xr, bottom, Qt::AlignRight | Qt::AlignBottom},
-                     {xr, (mode_ == Mode::Bytes ? (top + bottom) / 2 : std::sqrt(top * bottom)),
-                      Qt::AlignRight | Qt::AlignVCenter}};
-    };
-
+    Floating pool, ten;
     if (mode_ == Mode::Bytes) {
-        yAxis->setScaleType(QCPAxis::stLinear);
-        yAxis->setTicker(QSharedPointer<QCPAxisTicker>::create());
-        yAxis->setLabel(tr("GiB per GPU per step"));
-        yAxis2->setVisible(false);
-        struct Part {
-            QString name;
-            QColor color;
-            std::int64_t DecodeStep::*field;
-        };
-        const Part parts[] = {
-            {tr("weights"), mutedColor(), &DecodeStep::weightBytes},
-            {tr("KV"), seriesColor(0, dk), &DecodeStep::kvBytes},
-            {tr("activations"), seriesColor(2, dk), &DecodeStep::activationBytes}};
-        QCPBars* below = nullptr;
-        double top = 0;
-        for (const auto* r : currentRows)
-            top = std::max(top, static_cast<double>(r->step->bytes()) / kGiB);
-        for (const Part& p : parts) {
-            auto* bars = new QCPBars(xAxis, yAxis);
-            bars->setName(p.name);
-            bars->setWidthType(QCPBars::wtAxisRectRatio);
-            bars->setWidth(0.035);
-            QColor fill = p.color;
-            fill.setAlpha(200);
-            bars->setBrush(fill);
-            bars->setPen(QPen(p.color.darker(120), 1));
-            for (const auto* r : currentRows)
-                bars->addData(static_cast<double>(r->batch),
-                              static_cast<double>((*r->step).*p.field) / kGiB);
-            if (below)
-                bars->moveAbove(below);
-            below = bars;
-        }
-        yAxis->setRange(0, std::max(1e-9, top * 1.15));
-        shadePastPool(0, yAxis->range().upper);
+        addBars();
+        pool = shadePastPool(maxBatch, 0, yAxis->range().upper);
     } else {
-        yAxis->setScaleType(QCPAxis::stLogarithmic);
-        yAxis->setTicker(QSharedPointer<SiLogTicker>::create());
-        yAxis->setLabel(mode_ == Mode::Time ? tr("ms per output token") : tr("tokens/s per GPU"));
-        double lo = 1e300, hi = 0;
-        for (const auto& r : rows_)
-            if (r.step && valueOf(*r.step) > 0) {
-                lo = std::min(lo, valueOf(*r.step));
-                hi = std::max(hi, valueOf(*r.step));
-            }
-        for (const auto& p : measured_) {
-            const double v = mode_ == Mode::Throughput ? p.tokensPerSPerGpu : p.msPerToken;
-            lo = std::min(lo, v);
-            hi = std::max(hi, v);
-        }
-        if (hi <= 0)
+        if (!addCurves())
             return;
-        // Tight around the curves (decade rounding would squash them into the bottom third),
-        // but at least one decade so the log ticks have something to label.
-        yAxis->setRange(lo / 1.3, std::max(hi * 1.6, lo * 10));
+        pool = shadePastPool(maxBatch, yAxis->range().lower, yAxis->range().upper);
+        ten = addTenPercent(maxBatch);
+    }
+    const Floating current = addCurrent(maxBatch);
+    addFloating(current.first, current.second);
+    addFloating(ten.first, ten.second);
+    addFloating(pool.first, pool.second);
+    poolLabel_ = pool.first;
+}
 
-        // The current variant's KV share, on the right axis.
-        yAxis2->setVisible(true);
-        yAxis2->setScaleType(QCPAxis::stLinear);
-        yAxis2->setTicker(QSharedPointer<QCPAxisTicker>::create());
-        yAxis2->setRange(0, 100);
-        auto* share = addGraph(xAxis, yAxis2);
-        share->setName(tr("KV %"));
-        QColor sc = accentColor(dk);
-        share->setPen(QPen(sc, 1.5, Qt::DotLine));
-        sc.setAlpha(dk ? 40 : 28);
-        share->setBrush(sc);
-        for (const auto* r : currentRows)
-            share->addData(static_cast<double>(r->batch), 100.0 * r->step->kvFraction);
+StepPlot::Floating StepPlot::shadePastPool(double maxBatch, double yLo, double yHi) {
+    // Batches the pool cannot hold for the current variant.
+    if (maxConcurrency_ < 1 || static_cast<double>(maxConcurrency_) >= maxBatch)
+        return {};
+    const bool dk = dark();
+    QColor shade = warningColor(dk);
+    shade.setAlpha(dk ? 38 : 28);
+    auto* r = new QCPItemRect(this);
+    r->topLeft->setType(QCPItemPosition::ptPlotCoords);
+    r->bottomRight->setType(QCPItemPosition::ptPlotCoords);
+    r->topLeft->setCoords(static_cast<double>(maxConcurrency_) + 0.5, yHi);
+    r->bottomRight->setCoords(xAxis->range().upper, yLo);
+    r->setPen(Qt::NoPen);
+    r->setBrush(shade);
+    r->setLayer(QStringLiteral("grid"));
+    const double xr = xAxis->range().upper / 1.05;
+    const double top = mode_ == Mode::Bytes ? yHi * 0.97 : yHi / 1.3;
+    const double bottom = mode_ == Mode::Bytes ? yHi * 0.03 : yLo * 1.3;
+    // Short: the step plot shares its dock's width with the intensity plot.
+    auto* label = addLabel(xr, top, tr("past the pool\n(B > %1)").arg(maxConcurrency_),
+                           Qt::AlignRight | Qt::AlignTop, warningColor(dk), 0.9, true);
+    label->setTextAlignment(Qt::AlignRight);
+    // At the band's right end, else at its left edge (inside it), top, bottom or middle.
+    const double xl = static_cast<double>(maxConcurrency_) * 1.15;
+    const double mid = mode_ == Mode::Bytes ? (top + bottom) / 2 : std::sqrt(top * bottom);
+    const double upper = mode_ == Mode::Bytes ? (top + mid) / 2 : std::sqrt(top * mid);
+    return {label,
+            {{xr, top, Qt::AlignRight | Qt::AlignTop},
+             {xr, bottom, Qt::AlignRight | Qt::AlignBottom},
+             {xr, mid, Qt::AlignRight | Qt::AlignVCenter},
+             {xr, upper, Qt::AlignRight | Qt::AlignVCenter},
+             {xl, top, Qt::AlignLeft | Qt::AlignTop},
+             {xl, bottom, Qt::AlignLeft | Qt::AlignBottom},
+             {xl, mid, Qt::AlignLeft | Qt::AlignVCenter}}};
+}
 
-        // One curve per KV layout, the current one thicker.
-        std::vector<std::int64_t> kvs;
+void StepPlot::addBars() {
+    const bool dk = dark();
+    yAxis->setScaleType(QCPAxis::stLinear);
+    yAxis->setTicker(QSharedPointer<QCPAxisTicker>::create());
+    yAxis->setLabel(tr("GiB per GPU per step"));
+    yAxis2->setVisible(false);
+    struct Part {
+        QString name;
+        QColor color;
+        std::int64_t DecodeStep::*field;
+    };
+    const Part parts[] = {{tr("weights"), mutedColor(), &DecodeStep::weightBytes},
+                          {tr("KV"), seriesColor(0, dk), &DecodeStep::kvBytes},
+                          {tr("activations"), seriesColor(2, dk), &DecodeStep::activationBytes}};
+    const auto rows = currentRows();
+    QCPBars* below = nullptr;
+    double top = 0;
+    for (const auto* r : rows)
+        top = std::max(top, static_cast<double>(r->step->bytes()) / kGiB);
+    for (const Part& p : parts) {
+        auto* bars = new QCPBars(xAxis, yAxis);
+        bars->setName(p.name);
+        bars->setWidthType(QCPBars::wtAxisRectRatio);
+        bars->setWidth(0.035);
+        QColor fill = p.color;
+        fill.setAlpha(200);
+        bars->setBrush(fill);
+        bars->setPen(QPen(p.color.darker(120), 1));
+        for (const auto* r : rows)
+            bars->addData(static_cast<double>(r->batch),
+                          static_cast<double>((*r->step).*p.field) / kGiB);
+        if (below)
+            bars->moveAbove(below);
+        below = bars;
+    }
+    yAxis->setRange(0, std::max(1e-9, top * 1.15));
+}
+
+bool StepPlot::addCurves() {
+    const bool dk = dark();
+    yAxis->setScaleType(QCPAxis::stLogarithmic);
+    yAxis->setTicker(QSharedPointer<SiLogTicker>::create());
+    yAxis->setLabel(mode_ == Mode::Time ? tr("ms per output token") : tr("tokens/s per GPU"));
+    double lo = 1e300, hi = 0;
+    for (const auto& r : rows_)
+        if (r.step && valueOf(*r.step) > 0) {
+            lo = std::min(lo, valueOf(*r.step));
+            hi = std::max(hi, valueOf(*r.step));
+        }
+    for (const auto& p : measured_) {
+        const double v = mode_ == Mode::Throughput ? p.tokensPerSPerGpu : p.msPerToken;
+        lo = std::min(lo, v);
+        hi = std::max(hi, v);
+    }
+    if (hi <= 0)
+        return false;
+    // Tight around the curves (decade rounding would squash them into the bottom third),
+    // but at least one decade so the log ticks have something to label.
+    yAxis->setRange(lo / 1.3, std::max(hi * 1.6, lo * 10));
+
+    // The current variant's KV share, on the right axis.
+    yAxis2->setVisible(true);
+    yAxis2->setScaleType(QCPAxis::stLinear);
+    yAxis2->setTicker(QSharedPointer<QCPAxisTicker>::create());
+    yAxis2->setRange(0, 100);
+    auto* share = addGraph(xAxis, yAxis2);
+    share->setName(tr("KV %"));
+    QColor sc = accentColor(dk);
+    share->setPen(QPen(sc, 1.5, Qt::DotLine));
+    sc.setAlpha(dk ? 40 : 28);
+    share->setBrush(sc);
+    for (const auto* r : currentRows())
+        share->addData(static_cast<double>(r->batch), 100.0 * r->step->kvFraction);
+
+    // One curve per KV layout, the current one thicker.
+    std::vector<std::int64_t> kvs;
+    for (const auto& r : rows_)
+        if (std::find(kvs.begin(), kvs.end(), r.kvHeads) == kvs.end())
+            kvs.push_back(r.kvHeads);
+    for (std::size_t i = 0; i < kvs.size(); ++i) {
+        const bool cur = kvs[i] == currentKv_;
+        const QColor c = seriesColor(static_cast<int>(i), dk);
+        auto* g = addGraph();
+        const bool latent = kvs[i] == 0;
+        g->setPen(QPen(c, cur ? 4 : 2, latent ? Qt::DashLine : Qt::SolidLine));
+        g->setScatterStyle(
+            QCPScatterStyle(latent ? QCPScatterStyle::ssDiamond : QCPScatterStyle::ssCircle,
+                            QPen(c, 1.5), QBrush(palette().color(QPalette::Base)), 6));
         for (const auto& r : rows_)
-            if (std::find(kvs.begin(), kvs.end(), r.kvHeads) == kvs.end())
-                kvs.push_back(r.kvHeads);
-        for (std::size_t i = 0; i < kvs.size(); ++i) {
-            const bool cur = kvs[i] == currentKv_;
-            const QColor c = seriesColor(static_cast<int>(i), dk);
-            auto* g = addGraph();
-            const bool latent = kvs[i] == 0;
-            g->setPen(QPen(c, cur ? 4 : 2, latent ? Qt::DashLine : Qt::SolidLine));
-            g->setScatterStyle(
-                QCPScatterStyle(latent ? QCPScatterStyle::ssDiamond : QCPScatterStyle::ssCircle,
-                                QPen(c, 1.5), QBrush(palette().color(QPalette::Base)), 6));
-            for (const auto& r : rows_)
-                if (r.kvHeads == kvs[i] && r.step && valueOf(*r.step) > 0) {
-                    g->setName(q(r.variant));
-                    g->addData(static_cast<double>(r.batch), valueOf(*r.step));
-                }
-        }
-
-        // Measured steps (a few layers timed, scaled to the model's layer count).
-        if (!measured_.empty()) {
-            auto* g = addGraph();
-            g->setName(tr("measured on %1 (layers scaled)").arg(q(stepDevice_)));
-            g->setLineStyle(QCPGraph::lsNone);
-            const QColor c = textColor();
-            g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssTriangle, QPen(c, 2),
-                                               QBrush(warningColor(dk)), 11));
-            for (const auto& p : measured_)
-                g->addData(static_cast<double>(p.batch),
-                           mode_ == Mode::Throughput ? p.tokensPerSPerGpu : p.msPerToken);
-        }
-
-        shadePastPool(yAxis->range().lower, yAxis->range().upper);
-
-        // Where KV reaches 10% of the step: from here on, halving it buys at most 5%.
-        if (tenPercent_ && static_cast<double>(*tenPercent_) <= maxBatch) {
-            const double x = static_cast<double>(*tenPercent_);
-            auto* line = new QCPItemStraightLine(this);
-            line->point1->setCoords(x, 1);
-            line->point2->setCoords(x, 2);
-            line->setPen(QPen(textColor(), 1.5, Qt::DashLine));
-            const double top = yAxis->range().upper / 1.1, bottom = yAxis->range().lower * 1.1;
-            const double mid = std::sqrt(top * bottom);
-            const double upperQ = std::sqrt(top * mid), lowerQ = std::sqrt(bottom * mid);
-            const double xl = xAxis->range().lower * 1.05, xr = xAxis->range().upper / 1.05;
-            tenLabel = addLabel(
-                x * 1.05, top,
-                tr("KV = 10% at B = %1:\nhalving KV buys ≤ 5%").arg(q(withCommas(*tenPercent_))),
-                Qt::AlignLeft | Qt::AlignTop, textColor(), 0.85, true);
-            tenLabel->setBrush(QBrush(palette().color(QPalette::Base)));
-            tenSpots = {{x * 1.05, top, Qt::AlignLeft | Qt::AlignTop},
-                        {x / 1.05, top, Qt::AlignRight | Qt::AlignTop},
-                        {x * 1.05, bottom, Qt::AlignLeft | Qt::AlignBottom},
-                        {x / 1.05, bottom, Qt::AlignRight | Qt::AlignBottom},
-                        {x * 1.05, mid, Qt::AlignLeft | Qt::AlignVCenter},
-                        {x / 1.05, mid, Qt::AlignRight | Qt::AlignVCenter},
-                        {x * 1.05, upperQ, Qt::AlignLeft | Qt::AlignVCenter},
-                        {x / 1.05, upperQ, Qt::AlignRight | Qt::AlignVCenter},
-                        {x * 1.05, lowerQ, Qt::AlignLeft | Qt::AlignVCenter},
-                        {x / 1.05, lowerQ, Qt::AlignRight | Qt::AlignVCenter},
-                        {xl, top, Qt::AlignLeft | Qt::AlignTop},
-                        {xr, bottom, Qt::AlignRight | Qt::AlignBottom}};
-        }
+            if (r.kvHeads == kvs[i] && r.step && valueOf(*r.step) > 0) {
+                g->setName(q(r.variant));
+                g->addData(static_cast<double>(r.batch), valueOf(*r.step));
+            }
     }
 
-    // The current configuration.
-    for (const auto* r : currentRows) {
+    // Measured steps (a few layers timed, scaled to the model's layer count).
+    if (!measured_.empty()) {
+        auto* g = addGraph();
+        g->setName(tr("measured on %1 (layers scaled)").arg(q(stepDevice_)));
+        g->setLineStyle(QCPGraph::lsNone);
+        g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssTriangle, QPen(textColor(), 2),
+                                           QBrush(warningColor(dk)), 11));
+        for (const auto& p : measured_)
+            g->addData(static_cast<double>(p.batch),
+                       mode_ == Mode::Throughput ? p.tokensPerSPerGpu : p.msPerToken);
+    }
+    return true;
+}
+
+StepPlot::Floating StepPlot::addTenPercent(double maxBatch) {
+    // Where KV reaches 10% of the step: from here on, halving it buys at most 5%. Two short
+    // lines: the plot shares a dock's width with the intensity plot.
+    if (!tenPercent_ || static_cast<double>(*tenPercent_) > maxBatch)
+        return {};
+    const double x = static_cast<double>(*tenPercent_);
+    auto* line = new QCPItemStraightLine(this);
+    line->point1->setCoords(x, 1);
+    line->point2->setCoords(x, 2);
+    line->setPen(QPen(textColor(), 1.5, Qt::DashLine));
+    const double top = yAxis->range().upper / 1.1, bottom = yAxis->range().lower * 1.1;
+    const double mid = std::sqrt(top * bottom);
+    const double upperQ = std::sqrt(top * mid), lowerQ = std::sqrt(bottom * mid);
+    const double xl = xAxis->range().lower * 1.05, xr = xAxis->range().upper / 1.05;
+    auto* label = addLabel(x * 1.05, top, tr("KV 10%\nat B = %1").arg(q(withCommas(*tenPercent_))),
+                           Qt::AlignLeft | Qt::AlignTop, textColor(), 0.85, true);
+    label->setBrush(QBrush(palette().color(QPalette::Base)));
+    return {label,
+            {{x * 1.05, top, Qt::AlignLeft | Qt::AlignTop},
+             {x / 1.05, top, Qt::AlignRight | Qt::AlignTop},
+             {x * 1.05, bottom, Qt::AlignLeft | Qt::AlignBottom},
+             {x / 1.05, bottom, Qt::AlignRight | Qt::AlignBottom},
+             {x * 1.05, mid, Qt::AlignLeft | Qt::AlignVCenter},
+             {x / 1.05, mid, Qt::AlignRight | Qt::AlignVCenter},
+             {x * 1.05, upperQ, Qt::AlignLeft | Qt::AlignVCenter},
+             {x / 1.05, upperQ, Qt::AlignRight | Qt::AlignVCenter},
+             {x * 1.05, lowerQ, Qt::AlignLeft | Qt::AlignVCenter},
+             {x / 1.05, lowerQ, Qt::AlignRight | Qt::AlignVCenter},
+             {xl, top, Qt::AlignLeft | Qt::AlignTop},
+             {xr, bottom, Qt::AlignRight | Qt::AlignBottom}}};
+}
+
+StepPlot::Floating StepPlot::addCurrent(double maxBatch) {
+    // The current configuration: a ring on its point and a short label beside it (the bound
+    // and the full breakdown are the point's tooltip).
+    const bool dk = dark();
+    for (const auto* r : currentRows()) {
         if (r->batch != currentBatch_)
             continue;
         const QColor acc = accentColor(dk);
-        const double y =
-            mode_ == Mode::Bytes ? static_cast<double>(r->step->bytes()) / kGiB : valueOf(*r->step);
+        const bool bytes = mode_ == Mode::Bytes;
+        const double y = bytes ? static_cast<double>(r->step->bytes()) / kGiB : valueOf(*r->step);
         auto* dot = new QCPItemTracer(this);
         dot->position->setCoords(static_cast<double>(r->batch), y);
         dot->setStyle(QCPItemTracer::tsCircle);
         dot->setSize(16);
         dot->setPen(QPen(acc, 3));
         dot->setBrush(Qt::NoBrush);
-        const QString text =
-            mode_ == Mode::Bytes
-                ? tr("%1, B = %2: %3")
-                      .arg(q(r->variant))
-                      .arg(r->batch)
-                      .arg(q(humanBytes(static_cast<double>(r->step->bytes()))))
-                : tr("%1, B = %2\n%3 ms/token, %4 tok/s/GPU\n%5-bound, KV %6%")
-                      .arg(q(r->variant))
-                      .arg(r->batch)
-                      .arg(q(fixed(r->step->timeLowerBoundS * 1e3, 2)),
-                           q(fixed(r->step->tokensPerSPerGpu, 1)), q(toString(r->step->bound)),
-                           q(fixed(100.0 * r->step->kvFraction, 1)));
+        const QString text = bytes ? tr("%1, B = %2: %3")
+                                         .arg(q(r->variant))
+                                         .arg(r->batch)
+                                         .arg(q(humanBytes(static_cast<double>(r->step->bytes()))))
+                                   : tr("%1, B = %2\n%3 ms/token, KV %4%")
+                                         .arg(q(r->variant))
+                                         .arg(r->batch)
+                                         .arg(q(fixed(r->step->timeLowerBoundS * 1e3, 2)),
+                                              q(fixed(100.0 * r->step->kvFraction, 0)));
         const bool right = static_cast<double>(r->batch) > std::sqrt(maxBatch);
         const double b = static_cast<double>(r->batch);
         const double span = yAxis->range().upper - yAxis->range().lower;
-        const bool bytes = mode_ == Mode::Bytes;
         const double up = bytes ? y + span * 0.04 : y * 1.25;
         const double down = bytes ? y - span * 0.04 : y / 1.25;
         const double top = bytes ? yAxis->range().upper - span * 0.02 : yAxis->range().upper / 1.1;
         const Qt::Alignment near = right ? Qt::AlignRight : Qt::AlignLeft;
         const Qt::Alignment far = right ? Qt::AlignLeft : Qt::AlignRight;
         const double xNear = b * (right ? 0.85 : 1.18), xFar = b * (right ? 1.18 : 0.85);
-        currentLabel = addLabel(xNear, up, text, near | Qt::AlignBottom, acc, 0.9, true);
-        currentLabel->setTextAlignment(right ? Qt::AlignRight : Qt::AlignLeft);
-        currentLabel->setBrush(QBrush(palette().color(QPalette::Base)));
-        currentSpots = {{xNear, up, near | Qt::AlignBottom}, {xNear, down, near | Qt::AlignTop},
-                        {xFar, up, far | Qt::AlignBottom},   {xFar, down, far | Qt::AlignTop},
-                        {xNear, top, near | Qt::AlignTop},   {xFar, top, far | Qt::AlignTop},
-                        {xNear, y, near | Qt::AlignVCenter}, {xFar, y, far | Qt::AlignVCenter}};
+        auto* label = addLabel(xNear, up, text, near | Qt::AlignBottom, acc, 0.9, true);
+        label->setTextAlignment(right ? Qt::AlignRight : Qt::AlignLeft);
+        label->setBrush(QBrush(palette().color(QPalette::Base)));
+        return {label,
+                {{xNear, up, near | Qt::AlignBottom},
+                 {xNear, down, near | Qt::AlignTop},
+                 {xFar, up, far | Qt::AlignBottom},
+                 {xFar, down, far | Qt::AlignTop},
+                 {xNear, top, near | Qt::AlignTop},
+                 {xFar, top, far | Qt::AlignTop},
+                 {xNear, y, near | Qt::AlignVCenter},
+                 {xFar, y, far | Qt::AlignVCenter}}};
     }
-    addFloating(currentLabel, currentSpots);
-    addFloating(tenLabel, tenSpots);
-    addFloating(poolLabel, poolSpots);
+    return {};
 }
 
 void StepPlot::mouseMoveEvent(QMouseEvent* e) {

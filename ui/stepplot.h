@@ -12,7 +12,9 @@
 #include "ui/appstate.h"
 #include "ui/plotwidget.h"
 
+#include <QPointer>
 #include <optional>
+#include <utility>
 #include <vector>
 
 namespace kvscope::ui {
@@ -52,6 +54,15 @@ protected:
 
 private:
     double valueOf(const kvscope::DecodeStep& s) const;
+    /// The current variant's rows (with a step), in batch order.
+    std::vector<const kvscope::StepSweepRow*> currentRows() const;
+    /// rebuild's parts; each label they return is placed last, in order of importance.
+    using Floating = std::pair<QCPItemText*, std::vector<Spot>>;
+    Floating shadePastPool(double maxBatch, double yLo, double yHi);
+    void addBars();
+    bool addCurves(); ///< false when no point has a value
+    Floating addTenPercent(double maxBatch);
+    Floating addCurrent(double maxBatch);
 
     Mode mode_ = Mode::Time;
     std::vector<kvscope::StepSweepRow> rows_;
@@ -67,6 +78,10 @@ private:
     std::int64_t modelHidden_ = 0, modelLayers_ = 0;
     void collectMeasured();
     QCPTextElement* title_ = nullptr;
+    QString titleText_;
+    QPointer<QCPItemText> poolLabel_;
+    /// Hides the pool's label where it finds no free spot, and names the band in the title.
+    void fitPoolLabel();
 };
 
 } // namespace kvscope::ui

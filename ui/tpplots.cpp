@@ -164,6 +164,9 @@ void TpPlot::rebuild() {
             // Beside the band, pointing at it, where it is too narrow for the label.
             {static_cast<double>(gqa->kvHeads) / 1.05, yb, Qt::AlignRight | Qt::AlignBottom},
             {static_cast<double>(gqa->kvHeads) / 1.05, yt, Qt::AlignRight | Qt::AlignTop}};
+        // Boxed, as the crossover's label: where the band is too full to hold it clear of the
+        // lines (Gemma-3's GQA-16 band of two octaves), a line passes behind it, not through.
+        replicate->setBrush(QBrush(palette().color(QPalette::Base)));
     }
 
     auto addSeries = [&](const TpSeries& s, const QColor& c, bool dashed) {
@@ -192,12 +195,18 @@ void TpPlot::rebuild() {
                             Qt::AlignLeft | Qt::AlignBottom, mutedColor(), 0.95);
         const double r = data_.ridgeFlopPerByte, xm = std::sqrt(xAxis->range().upper);
         ridgeLabel = rl;
+        // Boxed: in a narrow dock no stretch of the ridge line is free of the current TP's
+        // line, which then passes behind the label rather than through it.
+        rl->setBrush(QBrush(palette().color(QPalette::Base)));
         ridgeSpots = {{0.85, r * 1.08, Qt::AlignLeft | Qt::AlignBottom},
                       {0.85, r / 1.08, Qt::AlignLeft | Qt::AlignTop},
                       {xm, r * 1.08, Qt::AlignHCenter | Qt::AlignBottom},
                       {xm, r / 1.08, Qt::AlignHCenter | Qt::AlignTop},
                       {std::sqrt(xm), r * 1.08, Qt::AlignHCenter | Qt::AlignBottom},
-                      {std::sqrt(xm), r / 1.08, Qt::AlignHCenter | Qt::AlignTop}};
+                      {std::sqrt(xm), r / 1.08, Qt::AlignHCenter | Qt::AlignTop},
+                      // At the right end, past the current TP's line when that is mid-axis.
+                      {xAxis->range().upper / 1.05, r * 1.08, Qt::AlignRight | Qt::AlignBottom},
+                      {xAxis->range().upper / 1.05, r / 1.08, Qt::AlignRight | Qt::AlignTop}};
     }
 
     // The current TP.
