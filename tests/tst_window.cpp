@@ -1,11 +1,13 @@
 // The window as a speaker projects it (offscreen), beyond tst_gui's states: the 2026 configs
 // (Nemotron-H, Gemma-3, gpt-oss), in light and dark, at 1920×1080 and 1600×1000: no plot label
 // covers a point, touches another label or runs off its plot; the
-// brace of collapsed ranks paints its count; the model panel's provenance is never cut; the
+// brace of collapsed ranks paints its count; hybrid models' strips split by layer group; the
+// model panel's provenance is never cut; the
 // screenshots of those states (and presenting) are drawn, not blank.
 #include "core/format.h"
 #include "testutils_gui.h"
 #include "ui/features.h"
+#include "ui/kvstripsgroups.h"
 #include "ui/kvstripsview.h"
 #include "ui/mainwindow.h"
 #include "ui/plotwidget.h"
@@ -340,6 +342,87 @@ private Q_SLOTS:
                          60;
             }
         QVERIFY2(inked > 400, qPrintable(QStringLiteral("%1 ink pixels").arg(inked)));
+    }
+
+    // Hybrid strips split by what their bytes do as S grows, with a key. One request at
+    // S 8,192 on one GPU, from the configs: Gemma-3-27B TP 2 holds 8 KV heads of K+V 128 wide in
+    // bf16 (4,096 B per token per layer): 10 full layers grow (10 × 8,192 × 4,096 B), 52
+    // sliding layers stop at the 1,024-token window. Nemotron-H-56B TP 4: 2 KV heads (1,024 B
+    // per token per layer) in its 10 attention layers grow, its 54 Mamba layers hold a fixed
+    // state. Llama-3-8B (one group, full attention) stays one solid strip, without a key.
+    void stripsSplitByLayerGroup_data() {
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<int>("tp");
+        QTest::addColumn<QStringList>("key");
+        QTest::addColumn<qint64>("growingBytes");
+        QTest::newRow("gemma-3-27b tp2")
+            << fixture("google__gemma-3-27b-it.json") << 2
+            << QStringList{QStringLiteral("capped at the window"), QStringLiteral("grows with S")}
+            << qint64(10) * 8192 * 4096;
+        QTest::newRow("nemotron-h-56b tp4")
+            << fixture("nvidia__Nemotron-H-56B-Base-8K.json") << 4
+            << QStringList{QStringLiteral("fixed state"), QStringLiteral("grows with S")}
+            << qint64(10) * 8192 * 1024;
+        QTest::newRow("llama-3-8b tp1") << "llama-3-8b" << 1 << QStringList{} << qint64(0);
+    }
+    void stripsSplitByLayerGroup() {
+        QFETCH(QString, model);
+        QFETCH(int, tp);
+        QFETCH(QStringList, key);
+        QFETCH(qint64, growingBytes);
+        MainWindow w(MainWindow::Options{false, false});
+        w.resize(1600, 1000);
+        w.show();
+        QVERIFY(w.loadModelRef(model));
+        AppState s = w.state();
+        s.deployment.tp = tp;
+        s.deployment.context = 8192;
+        s.deployment.batch = 1;
+        QVERIFY(w.applyState(s));
+        w.renderNow();
+        const Report& r = w.report();
+        QCOMPARE(strips::groupLegendEntries(r), key);
+        const strips::GroupShares shares = strips::groupShares(r);
+        if (growingBytes > 0)
+            QCOMPARE(std::llround(shares.growing * static_cast<double>(r.requestBytesPerRank)),
+                     static_cast<long long>(growingBytes));
+        // KV head 0's strip, found by its tooltip: its top and its tip are painted alike only
+        // when nothing is split.
+        KvStripsView* view = w.stripsView();
+        view->finishAnimation();
+        const auto isHead0 = [view](double px, double py) {
+            return view->toolTipAt(QPointF(px, py)).contains(QStringLiteral("KV head 0<"));
+        };
+        int x0 = -1, x1 = -1, y0 = -1, y1 = -1;
+        for (int px = 0; px < view->width(); ++px)
+            if (isHead0(px, view->height() * 0.4)) {
+                x0 = x0 < 0 ? px : x0;
+                x1 = px;
+            }
+        const int x = (x0 + x1) / 2;
+        for (int py = 0; x0 >= 0 && py < view->height(); ++py)
+            if (isHead0(x, py)) {
+                y0 = y0 < 0 ? py : y0;
+                y1 = py;
+            }
+        QVERIFY2(x >= 0 && y1 - y0 > 60, "KV head 0's strip not found");
+        const QString tip = view->toolTipAt(QPointF(x, (y0 + y1) / 2.0));
+        for (const QString& part : key)
+            QVERIFY2(tip.contains(part), qPrintable(tip));
+        QImage img(view->size(), QImage::Format_ARGB32);
+        QPainter p(&img);
+        view->paintTo(p, view->size());
+        p.end();
+        const QColor top = img.pixelColor(x, y0 + (y1 - y0) / 5);
+        const QColor tip2 = img.pixelColor(x, y1 - 4);
+        const int diff = std::abs(top.red() - tip2.red()) + std::abs(top.green() - tip2.green()) +
+                         std::abs(top.blue() - tip2.blue());
+        if (key.isEmpty())
+            QVERIFY2(diff < 12,
+                     qPrintable(QStringLiteral("one strip, colours %1 apart").arg(diff)));
+        else
+            QVERIFY2(diff > 40,
+                     qPrintable(QStringLiteral("segments, colours only %1 apart").arg(diff)));
     }
 
     // The model panel's "From" column: every provenance is shown whole (wrapped), its tooltip

@@ -3,6 +3,7 @@
 // computes no geometry of its own.
 #include "core/format.h"
 #include "ui/kvstripsgeometry.h"
+#include "ui/kvstripsgroups.h"
 #include "ui/kvstripsview.h"
 #include "ui/theme.h"
 #include "ui/viewmodel.h"
@@ -80,6 +81,7 @@ void KvStripsView::paintFrame(QPainter& p, const QSize& size, const Frame& frame
         return;
     }
     paintCaption(p, size);
+    paintGroupKey(p, size);
     paintRuler(p, frame);
     paintColumns(p, frame);
     paintFansCached(p, size, items);
@@ -152,6 +154,29 @@ void KvStripsView::paintCaption(QPainter& p, const QSize& size) const {
     drawLine(1, lengthLine(r), muted);
     drawLine(2, third, warn ? warningColor(dk) : muted);
     captionTip_ = elided.isEmpty() ? QString() : elided.join(QStringLiteral("<br>"));
+}
+
+// The layer-group key, right-aligned on a caption row with room for it: the third row (after
+// the replication warning, when there is one), else the second, else just below the caption.
+void KvStripsView::paintGroupKey(QPainter& p, const QSize& size) const {
+    const Report& r = report_;
+    const QFont base = font();
+    const double keyW = paintGroupLegend(p, r, base, QColor(), false, 0, 0, true);
+    if (keyW <= 0)
+        return;
+    const QFontMetricsF fm(base);
+    const double line = fm.height();
+    const double capY = 8 + QFontMetricsF(scaledFont(base, 1.6, true)).height() + 4;
+    const double right = size.width() - kRight;
+    const double room = size.width() - 32 - keyW - 24;
+    bool warn = false;
+    int row = 3;
+    if (fm.horizontalAdvance(replicationLine(r, &warn)) <= room)
+        row = 2;
+    else if (fm.horizontalAdvance(lengthLine(r)) <= room)
+        row = 1;
+    paintGroupLegend(p, r, base, palette().color(QPalette::WindowText), isDark(this), right,
+                     capY + line * 1.25 * (row + 0.5));
 }
 
 // Ruler and grid over the strip area.
@@ -366,6 +391,7 @@ void KvStripsView::paintStrips(QPainter& p, const std::vector<Item>& items) cons
     // Strips with their caps: axis-aligned, drawn without antialiasing (see the panels).
     p.setRenderHint(QPainter::Antialiasing, false);
     const QFont capFont = scaledFont(base, 0.85, true);
+    const GroupShares shares = groupShares(report_);
     for (const auto& it : items) {
         if (it.kind != Item::Strip || it.alpha <= 0.01)
             continue;
@@ -391,6 +417,8 @@ void KvStripsView::paintStrips(QPainter& p, const std::vector<Item>& items) cons
             p.setPen(QPen(hatch, 1.2, Qt::DashLine));
             p.setBrush(Qt::NoBrush);
             p.drawRect(body.adjusted(0.5, 0, -0.5, -0.5));
+        } else if (shares.split()) {
+            paintGroupedBody(p, body, c, a, dk, shares);
         } else {
             QColor fill = c;
             fill.setAlphaF(static_cast<float>(a * (dk ? 0.9 : 0.85)));

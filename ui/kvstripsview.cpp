@@ -2,6 +2,7 @@
 
 #include "core/format.h"
 #include "ui/kvstripsgeometry.h"
+#include "ui/kvstripsgroups.h"
 #include "ui/theme.h"
 #include "ui/tickers.h"
 #include "ui/viewmodel.h"
@@ -197,15 +198,16 @@ QString KvStripsView::tipFor(const Item& it) const {
             .arg(r.kvLoraRank)
             .arg(r.qkRopeHeadDim)
             .arg(bytesText, exactText, holds);
+    const QString groups = groupTipLine(r, stripBytes);
     return tr("<b>GPU %1 · KV head %2</b>%3<br>K %4 + V %5 wide per token per "
-              "layer<br><b>%6</b> (%7 B)<br>%8")
+              "layer<br><b>%6</b> (%7 B)%9<br>%8")
         .arg(it.rank)
         .arg(it.head)
         .arg(it.copy ? tr(" — copy %1 of %2 (replicated: h_kv < TP)").arg(it.copyNo + 1).arg(copies)
                      : (copies > 1 ? tr(" — stored on %1 GPUs").arg(copies) : QString()))
         .arg(r.keyDim)
         .arg(r.valueDim)
-        .arg(bytesText, exactText, holds);
+        .arg(bytesText, exactText, holds, groups.isEmpty() ? QString() : tr("<br>") + groups);
 }
 
 QString KvStripsView::braceTip(const Column& c) const {

@@ -101,6 +101,7 @@ private:
     void paintFrame(QPainter& p, const QSize& size, const Frame& frame,
                     const std::vector<Item>& items) const;
     void paintCaption(QPainter& p, const QSize& size) const;
+    void paintGroupKey(QPainter& p, const QSize& size) const;
     void paintRuler(QPainter& p, const Frame& frame) const;
     void paintColumns(QPainter& p, const Frame& frame) const;
     void paintBrace(QPainter& p, const Frame& frame, const Column& col) const;
