@@ -178,9 +178,8 @@ void modelSection(TextOut& t) {
     const Report& r = t.r;
     t.o << "Model (provenance on the right)\n";
     t.row("attention",
-          r.variant + (r.attention == AttentionKind::MLA
-                           ? ""
-                           : " (g = " + compact(t.v("group_size")) + ")"),
+          r.variant +
+              (r.attention == AttentionKind::MLA ? "" : " · g = " + compact(t.v("group_size"))),
           m.mla && r.attention != AttentionKind::MLA ? "what-if: MLA model viewed as GQA" : "");
     t.row("layers L", t.count("model.layers"), m.layers.source);
     t.row("query heads h", t.count("model.q_heads"), m.qHeads.source);
