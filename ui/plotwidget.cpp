@@ -1,17 +1,255 @@
 #include "ui/plotwidget.h"
 
+#include "ui/textsprite.h"
 #include "ui/theme.h"
 
 #include <QHash>
 #include <QTransform>
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <functional>
+#include <unordered_map>
+#include <vector>
 
 #if KVSCOPE_HAVE_SVG
 #include <QSvgGenerator>
 #endif
 
 namespace kvscope::ui {
+
+namespace {
+
+bool vectorOrUncached(const QCPPainter* painter) {
+    return painter->modes() & (QCPPainter::pmVectorized | QCPPainter::pmNoCaching);
+}
+
+/// Everything a legend icon's pixels depend on, or nothing for a plottable whose icon is not
+/// known here (drawn directly then).
+std::vector<double> legendIconKey(const QCPAbstractPlottable* p, const QCPLegend* legend,
+                                  const QCustomPlot* plot) {
+    auto penKey = [](std::vector<double>& k, const QPen& pen) {
+        k.insert(k.end(), {double(pen.style()), pen.widthF(), double(pen.color().rgba()),
+                           double(pen.capStyle()), double(pen.joinStyle())});
+    };
+    auto brushKey = [](std::vector<double>& k, const QBrush& b) {
+        k.insert(k.end(), {double(b.style()), double(b.color().rgba())});
+    };
+    std::vector<double> k{double(plot->antialiasedElements()),
+                          double(plot->notAntialiasedElements()),
+                          double(legend->iconSize().width()),
+                          double(legend->iconSize().height()),
+                          double(p->antialiased()),
+                          double(p->antialiasedFill()),
+                          double(p->antialiasedScatters())};
+    penKey(k, legend->iconBorderPen());
+    penKey(k, p->pen());
+    brushKey(k, p->brush());
+    if (const auto* g = qobject_cast<const QCPGraph*>(p)) {
+        const QCPScatterStyle& s = g->scatterStyle();
+        if (s.shape() == QCPScatterStyle::ssPixmap || s.shape() == QCPScatterStyle::ssCustom)
+            return {};
+        k.insert(k.end(), {1, double(g->lineStyle()), double(s.shape()), s.size(),
+                           double(s.isPenDefined())});
+        penKey(k, s.pen());
+        brushKey(k, s.brush());
+    } else if (qobject_cast<const QCPBars*>(p)) {
+        k.push_back(2);
+    } else {
+        return {};
+    }
+    return k;
+}
+
+/// Paints `paint` (QCustomPlot drawing in `painter`'s coordinates, inside `bounds`) from a
+/// pixmap rendered once per `key` and sub-pixel phase (1/64 px) with the same antialiasing,
+/// stamped at a whole pixel.
+void stamp(QCPPainter* painter, const QRect& bounds, std::vector<double> key,
+           const std::function<void(QCPPainter*)>& paint) {
+    const QTransform t = painter->transform();
+    const double dpr = painter->device() ? painter->device()->devicePixelRatioF() : 1.0;
+    if (t.type() > QTransform::TxTranslate || dpr != 1.0) {
+        paint(painter);
+        return;
+    }
+    const QPointF whole(std::floor(t.dx()), std::floor(t.dy()));
+    const int px = static_cast<int>(std::lround((t.dx() - whole.x()) * 64));
+    const int py = static_cast<int>(std::lround((t.dy() - whole.y()) * 64));
+    const bool aa = painter->antialiasing();
+    key.insert(key.end(), {double(px), double(py), double(aa), double(bounds.width()),
+                           double(bounds.height())});
+    struct KeyHash {
+        size_t operator()(const std::vector<double>& k) const noexcept {
+            return qHashRange(k.begin(), k.end());
+        }
+    };
+    static std::unordered_map<std::vector<double>, QPixmap, KeyHash> sprites;
+    auto hit = sprites.find(key);
+    if (hit == sprites.end()) {
+        if (sprites.size() > 256)
+            sprites.clear();
+        QPixmap pm(bounds.size());
+        pm.fill(Qt::transparent);
+        QCPPainter sp(&pm);
+        sp.setAntialiasing(aa);
+        // The target's state: its antialiasing flag, and its transform but for whole pixels.
+        sp.setTransform(
+            QTransform::fromTranslate(px / 64.0 - bounds.left(), py / 64.0 - bounds.top()));
+        paint(&sp);
+        sp.end();
+        hit = sprites.emplace(std::move(key), pm).first;
+    }
+    painter->setTransform(
+        QTransform::fromTranslate(whole.x() + bounds.left(), whole.y() + bounds.top()));
+    painter->drawPixmap(QPointF(0, 0), hit->second);
+    painter->setTransform(t);
+}
+
+/// A legend entry whose text is measured and drawn from the caches; the icon is drawn as
+/// QCPPlottableLegendItem draws it.
+class SpriteLegendItem : public QCPPlottableLegendItem {
+public:
+    using QCPPlottableLegendItem::QCPPlottableLegendItem;
+
+protected:
+    void draw(QCPPainter* painter) override {
+        if (!mPlottable)
+            return;
+        if (vectorOrUncached(painter)) {
+            QCPPlottableLegendItem::draw(painter);
+            return;
+        }
+        const QFont font = getFont();
+        const QColor color = getTextColor();
+        const QString name = mPlottable->name();
+        const QSize iconSize = mParentLegend->iconSize();
+        const QRect tr = cachedTextRect(font, painter->device(), QRect(0, 0, 0, iconSize.height()),
+                                        Qt::TextDontClip, name);
+        const int textHeight = qMax(tr.height(), iconSize.height());
+        const QRect at(mRect.x() + iconSize.width() + mParentLegend->iconTextPadding(), mRect.y(),
+                       tr.width(), textHeight);
+        painter->setFont(font);
+        painter->setPen(QPen(color));
+        drawCachedText(*painter, at, Qt::TextDontClip, name);
+        // The icon and its border as QCPPlottableLegendItem draws them (the plottable's
+        // drawLegendIcon is for that class only), its own text left out, from a sprite.
+        auto drawIcon = [&](QCPPainter* p) {
+            mPlottable->setName(QString());
+            QCPPlottableLegendItem::draw(p);
+            mPlottable->setName(name);
+        };
+        const std::vector<double> key = legendIconKey(mPlottable, mParentLegend, mParentPlot);
+        if (key.empty()) {
+            drawIcon(painter);
+            return;
+        }
+        stamp(painter, QRect(mRect.topLeft(), iconSize).adjusted(-4, -4, 4, 4), key, drawIcon);
+    }
+    QSize minimumOuterSizeHint() const override {
+        if (!mPlottable)
+            return {};
+        const QSize iconSize = mParentLegend->iconSize();
+        const QRect tr = cachedTextRect(getFont(), nullptr, QRect(0, 0, 0, iconSize.height()),
+                                        Qt::TextDontClip, mPlottable->name());
+        return QSize(iconSize.width() + mParentLegend->iconTextPadding() + tr.width() +
+                         mMargins.left() + mMargins.right(),
+                     qMax(tr.height(), iconSize.height()) + mMargins.top() + mMargins.bottom());
+    }
+};
+
+} // namespace
+
+void SpriteText::draw(QCPPainter* painter) {
+    // Brushes here are solid colours (a label's backdrop); any other one is drawn directly.
+    if (vectorOrUncached(painter) ||
+        (mainBrush().style() != Qt::NoBrush && mainBrush().style() != Qt::SolidPattern)) {
+        QCPItemText::draw(painter);
+        return;
+    }
+    // QCPItemText::draw, with the text laid out once per text rather than at each replot.
+    const QPointF pos(position->pixelPosition());
+    QTransform transform = painter->transform();
+    transform.translate(pos.x(), pos.y());
+    if (!qFuzzyIsNull(mRotation))
+        transform.rotate(mRotation);
+    const QFont font = mainFont();
+    painter->setFont(font);
+    QRect tr =
+        cachedTextRect(font, painter->device(), QRect(), Qt::TextDontClip | mTextAlignment, mText);
+    QRect boxRect =
+        tr.adjusted(-mPadding.left(), -mPadding.top(), mPadding.right(), mPadding.bottom());
+    const QPointF textPos = getTextDrawPoint(QPointF(0, 0), boxRect, mPositionAlignment);
+    tr.moveTopLeft(textPos.toPoint() + QPoint(mPadding.left(), mPadding.top()));
+    boxRect.moveTopLeft(textPos.toPoint());
+    const double clipPad = mainPen().widthF();
+    const QRect bounding = boxRect.adjusted(-clipPad, -clipPad, clipPad, clipPad);
+    if (!transform.mapRect(bounding).intersects(painter->transform().mapRect(clipRect())))
+        return;
+    painter->setTransform(transform);
+    const QPen pen = mainPen();
+    const QBrush brush = mainBrush();
+    const bool box = (brush.style() != Qt::NoBrush && brush.color().alpha() != 0) ||
+                     (pen.style() != Qt::NoPen && pen.color().alpha() != 0);
+    if (box)
+        applyDefaultAntialiasingHint(painter);
+    TextLook look;
+    look.font = font;
+    look.text = mText;
+    look.rect = tr;
+    look.flags = Qt::TextDontClip | mTextAlignment;
+    look.color = mainColor();
+    if (box) {
+        look.box = boxRect;
+        look.boxPen = pen;
+        look.boxFill = brush.style() == Qt::NoBrush ? QColor(Qt::transparent) : brush.color();
+    }
+    drawText(*painter, look);
+}
+
+void SpriteTitle::draw(QCPPainter* painter) {
+    if (vectorOrUncached(painter)) {
+        QCPTextElement::draw(painter);
+        return;
+    }
+    const QFont font = mainFont();
+    const QColor color = mainTextColor();
+    mTextBoundingRect = cachedTextRect(font, painter->device(), mRect, mTextFlags, mText);
+    painter->setFont(font);
+    painter->setPen(QPen(color));
+    drawCachedText(*painter, mRect, mTextFlags, mText);
+}
+
+QSize SpriteTitle::minimumOuterSizeHint() const {
+    QSize s = cachedTextRect(mFont, nullptr, QRect(), Qt::TextDontClip, mText).size();
+    s.rwidth() += mMargins.left() + mMargins.right();
+    s.rheight() += mMargins.top() + mMargins.bottom();
+    return s;
+}
+
+QSize SpriteTitle::maximumOuterSizeHint() const {
+    QSize s = cachedTextRect(mFont, nullptr, QRect(), Qt::TextDontClip, mText).size();
+    s.setWidth(QWIDGETSIZE_MAX);
+    s.rheight() += mMargins.top() + mMargins.bottom();
+    return s;
+}
+
+void PlotWidget::adoptLegendItems() {
+    for (QCPLegend* lg : {legend}) {
+        bool plain = false;
+        for (int i = 0; i < lg->itemCount() && !plain; ++i)
+            plain = lg->item(i) && !dynamic_cast<SpriteLegendItem*>(lg->item(i)) &&
+                    qobject_cast<QCPPlottableLegendItem*>(lg->item(i));
+        if (!plain)
+            continue;
+        QList<QCPAbstractPlottable*> order;
+        for (int i = 0; i < lg->itemCount(); ++i)
+            if (auto* it = qobject_cast<QCPPlottableLegendItem*>(lg->item(i)))
+                order.append(it->plottable());
+        lg->clearItems();
+        for (QCPAbstractPlottable* p : order)
+            lg->addItem(new SpriteLegendItem(lg, p));
+    }
+}
 
 PlotWidget::PlotWidget(QWidget* parent) : QCustomPlot(parent) {
     setNoAntialiasingOnDrag(false);
@@ -35,6 +273,7 @@ PlotWidget::PlotWidget(QWidget* parent) : QCustomPlot(parent) {
     bottomLegend_->setBrush(Qt::NoBrush);
     sub->setMargins(QMargins(0, 0, 0, 4));
     connect(this, &QCustomPlot::afterLayout, this, &PlotWidget::placeFloating);
+    connect(this, &QCustomPlot::beforeReplot, this, &PlotWidget::adoptLegendItems);
 }
 
 void MarkerGraph::drawScatterPlot(QCPPainter* painter, const QVector<QPointF>& scatters,
@@ -48,21 +287,29 @@ void MarkerGraph::drawScatterPlot(QCPPainter* painter, const QVector<QPointF>& s
     const bool aa = painter->antialiasing();
     const QPen pen = style.isPenDefined() ? style.pen() : mPen;
     const double dpr = painter->device() ? painter->device()->devicePixelRatioF() : 1.0;
-    // Everything the shape's pixels depend on.
-    const QString key =
-        QStringLiteral("%1|%2|%3|%4|%5|%6|%7|%8")
-            .arg(int(style.shape()))
-            .arg(style.size())
-            .arg(pen.color().rgba())
-            .arg(pen.widthF())
-            .arg(int(pen.style()))
-            .arg(style.brush().style() == Qt::NoBrush ? 0u : style.brush().color().rgba())
-            .arg(dpr)
-            .arg(aa);
+    // Everything the shape's pixels depend on, as numbers (formatting them into a string cost
+    // more than the markers). The sprites are shared: a replot makes its graphs anew.
+    using Key = std::array<double, 9>;
+    struct KeyHash {
+        size_t operator()(const Key& k) const noexcept { return qHashRange(k.begin(), k.end()); }
+    };
+    static std::unordered_map<Key, QPixmap, KeyHash> sprites;
+    const Key key{double(style.shape()),
+                  style.size(),
+                  double(pen.color().rgba()),
+                  pen.widthF(),
+                  double(pen.style()),
+                  style.brush().style() == Qt::NoBrush ? 0.0 : double(style.brush().color().rgba()),
+                  double(style.brush().style()),
+                  dpr,
+                  double(aa)};
     // An odd-sized square sprite centred on a pixel centre, as the shape sits on its point.
     const int half = static_cast<int>(std::ceil(style.size() / 2 + pen.widthF() + 1));
-    const int side = 2 * half + 1;
-    if (key != spriteKey_) {
+    auto hit = sprites.find(key);
+    if (hit == sprites.end()) {
+        if (sprites.size() > 256)
+            sprites.clear();
+        const int side = 2 * half + 1;
         QPixmap pm(QSize(side, side) * dpr);
         pm.setDevicePixelRatio(dpr);
         pm.fill(Qt::transparent);
@@ -71,11 +318,11 @@ void MarkerGraph::drawScatterPlot(QCPPainter* painter, const QVector<QPointF>& s
         style.applyTo(&pp, mPen);
         style.drawShape(&pp, half + 0.5, half + 0.5);
         pp.end();
-        sprite_ = pm;
-        spriteKey_ = key;
+        hit = sprites.emplace(key, pm).first;
     }
+    const QPixmap& sprite = hit->second;
     for (const QPointF& s : scatters)
-        painter->drawPixmap(QPointF(std::floor(s.x()) - half, std::floor(s.y()) - half), sprite_);
+        painter->drawPixmap(QPointF(std::floor(s.x()) - half, std::floor(s.y()) - half), sprite);
 }
 
 QCPGraph* PlotWidget::addGraph(QCPAxis* keyAxis, QCPAxis* valueAxis) {
@@ -274,7 +521,7 @@ void PlotWidget::styleAxes() {
 
 QCPItemText* PlotWidget::addLabel(double x, double y, const QString& text, Qt::Alignment align,
                                   const QColor& color, double fontFactor, bool bold) {
-    auto* t = new QCPItemText(this);
+    auto* t = new SpriteText(this);
     t->position->setType(QCPItemPosition::ptPlotCoords);
     t->position->setCoords(x, y);
     t->setPositionAlignment(align);
