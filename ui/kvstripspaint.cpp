@@ -4,6 +4,7 @@
 #include "core/format.h"
 #include "ui/kvstripsgeometry.h"
 #include "ui/kvstripsview.h"
+#include "ui/textsprite.h"
 #include "ui/theme.h"
 #include "ui/viewmodel.h"
 
@@ -108,21 +109,21 @@ void KvStripsView::paintCaption(QPainter& p, const QSize& size) const {
     // that does not fit drops the g first, then the model's parenthetical, then elides.
     const QString big =
         tr("%1 / token / GPU").arg(q(humanBytes(static_cast<double>(r.cellBytesPerTokenPerRank))));
-    const double bigW = tfm.horizontalAdvance(big);
+    const double bigW = cachedAdvance(titleFont, big);
     const double titleW = std::max(40.0, size.width() - kRight - 16 - bigW - 24);
     QString shown = title;
-    if (tfm.horizontalAdvance(shown) > titleW) {
+    if (cachedAdvance(titleFont, shown) > titleW) {
         shown = titleText(title_, q(r.variant), r);
-        if (tfm.horizontalAdvance(shown) > titleW && title_.contains(QStringLiteral(" (")))
+        if (cachedAdvance(titleFont, shown) > titleW && title_.contains(QStringLiteral(" (")))
             shown = titleText(title_.left(title_.indexOf(QStringLiteral(" ("))), q(r.variant), r);
-        if (tfm.horizontalAdvance(shown) > titleW)
-            shown = tfm.elidedText(shown, Qt::ElideRight, titleW);
+        if (cachedAdvance(titleFont, shown) > titleW)
+            shown = cachedElided(titleFont, shown, Qt::ElideRight, titleW);
         elided << title;
     }
-    p.drawText(QRectF(16, 8, titleW, titleH), Qt::AlignLeft | Qt::AlignVCenter, shown);
+    drawCachedText(p, QRectF(16, 8, titleW, titleH), Qt::AlignLeft | Qt::AlignVCenter, shown);
     p.setPen(accentColor(dk));
-    p.drawText(QRectF(size.width() - kRight - bigW - 4, 8, bigW + 4, titleH),
-               Qt::AlignRight | Qt::AlignVCenter, big);
+    drawCachedText(p, QRectF(size.width() - kRight - bigW - 4, 8, bigW + 4, titleH),
+                   Qt::AlignRight | Qt::AlignVCenter, big);
 
     p.setFont(base);
     const double capY = 8 + titleH + 4;
@@ -131,11 +132,11 @@ void KvStripsView::paintCaption(QPainter& p, const QSize& size) const {
         if (text.isEmpty())
             return;
         p.setPen(color);
-        const QString e = fm.elidedText(text, Qt::ElideRight, lineW);
+        const QString e = cachedElided(base, text, Qt::ElideRight, lineW);
         if (e != text)
             elided << text;
-        p.drawText(QRectF(16, capY + line * 1.25 * i, lineW, line * 1.25),
-                   Qt::AlignLeft | Qt::AlignVCenter, e);
+        drawCachedText(p, QRectF(16, capY + line * 1.25 * i, lineW, line * 1.25),
+                       Qt::AlignLeft | Qt::AlignVCenter, e);
     };
     bool warn = false;
     const QString third = replicationLine(r, &warn);
@@ -163,8 +164,8 @@ void KvStripsView::paintRuler(QPainter& p, const Frame& frame) const {
         p.setPen(muted);
         const QString label =
             i == 0 ? QStringLiteral("0") : q(humanBytes(frame.scaleBytes * i / 4.0));
-        p.drawText(QRectF(0, y - sfm.height() / 2, kLeft - 10, sfm.height()),
-                   Qt::AlignRight | Qt::AlignVCenter, label);
+        drawCachedText(p, QRectF(0, y - sfm.height() / 2, kLeft - 10, sfm.height()),
+                       Qt::AlignRight | Qt::AlignVCenter, label);
     }
     p.setRenderHint(QPainter::Antialiasing, true);
 }
@@ -192,8 +193,8 @@ void KvStripsView::paintColumns(QPainter& p, const Frame& frame) const {
         p.setRenderHint(QPainter::Antialiasing, true);
         p.setPen(dk ? c.lighter(115) : c.darker(115));
         const QString label = col.w >= 58 ? tr("GPU %1").arg(col.rank) : QString::number(col.rank);
-        p.drawText(QRectF(col.x - 10, area.bottom() + 6, col.w + 20, kBottom - 10),
-                   Qt::AlignHCenter | Qt::AlignTop, label);
+        drawCachedText(p, QRectF(col.x - 10, area.bottom() + 6, col.w + 20, kBottom - 10),
+                       Qt::AlignHCenter | Qt::AlignTop, label);
     }
 }
 
@@ -243,26 +244,28 @@ void KvStripsView::paintBrace(QPainter& p, const Frame& frame, const Column& col
     const QFontMetricsF cfm(countFont);
     p.setFont(countFont);
     p.setPen(ink);
-    p.drawText(QRectF(textBox.left(), textBox.top(), textBox.width(), cfm.height()),
-               Qt::AlignLeft | Qt::AlignVCenter,
-               QStringLiteral("× %1").arg(col.lastRank - col.rank + 1));
+    drawCachedText(p, QRectF(textBox.left(), textBox.top(), textBox.width(), cfm.height()),
+                   Qt::AlignLeft | Qt::AlignVCenter,
+                   QStringLiteral("× %1").arg(col.lastRank - col.rank + 1));
     const QFont kindFont = scaledFont(base, 1.25, true);
     const QFontMetricsF kfm(kindFont);
     p.setFont(kindFont);
     const double ky = textBox.top() + cfm.height();
-    p.drawText(QRectF(textBox.left(), ky, textBox.width(), kfm.height()),
-               Qt::AlignLeft | Qt::AlignVCenter,
-               kfm.elidedText(col.identical ? tr("identical ranks") : tr("more ranks"),
-                              Qt::ElideRight, textBox.width()));
+    drawCachedText(p, QRectF(textBox.left(), ky, textBox.width(), kfm.height()),
+                   Qt::AlignLeft | Qt::AlignVCenter,
+                   cachedElided(kindFont, col.identical ? tr("identical ranks") : tr("more ranks"),
+                                Qt::ElideRight, textBox.width()));
     p.setFont(scaledFont(base, 1.1));
     p.setPen(mutedText(this));
-    p.drawText(QRectF(textBox.left(), ky + kfm.height() + 4, textBox.width(),
-                      textBox.bottom() - ky - kfm.height() - 4),
-               Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, col.subText);
+    drawCachedText(p,
+                   QRectF(textBox.left(), ky + kfm.height() + 4, textBox.width(),
+                          textBox.bottom() - ky - kfm.height() - 4),
+                   Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, col.subText);
     p.setFont(scaledFont(base, 1.05, true));
     p.setPen(dk ? c.lighter(115) : c.darker(115));
-    p.drawText(QRectF(col.x, area.bottom() + 6, col.w, kBottom - 10),
-               Qt::AlignHCenter | Qt::AlignTop, tr("GPU %1 … %2").arg(col.rank).arg(col.lastRank));
+    drawCachedText(p, QRectF(col.x, area.bottom() + 6, col.w, kBottom - 10),
+                   Qt::AlignHCenter | Qt::AlignTop,
+                   tr("GPU %1 … %2").arg(col.rank).arg(col.lastRank));
 }
 
 void KvStripsView::paintFansCached(QPainter& p, const QSize& size,
@@ -396,8 +399,8 @@ void KvStripsView::paintStrips(QPainter& p, const std::vector<Item>& items) cons
         if (!it.label.isEmpty() && cap.width() >= 12) {
             p.setFont(capFont);
             p.setPen(Qt::white);
-            p.drawText(cap, Qt::AlignCenter,
-                       QFontMetricsF(capFont).elidedText(it.label, Qt::ElideRight, cap.width()));
+            drawCachedText(p, cap, Qt::AlignCenter,
+                           cachedElided(capFont, it.label, Qt::ElideRight, cap.width()));
         }
     }
     p.setRenderHint(QPainter::Antialiasing, true);
@@ -419,12 +422,13 @@ void KvStripsView::paintQueries(QPainter& p, const std::vector<Item>& items) con
             p.setFont(countFont);
             p.setPen(ink);
             const QFontMetricsF cfm(countFont);
-            p.drawText(QRectF(it.rect.center().x() - 60, it.rect.top() - cfm.height() - 1, 120,
-                              cfm.height()),
-                       Qt::AlignHCenter | Qt::AlignBottom,
-                       cfm.horizontalAdvance(it.label) <= it.rect.width() + 16
-                           ? it.label
-                           : QString::number(it.count));
+            drawCachedText(p,
+                           QRectF(it.rect.center().x() - 60, it.rect.top() - cfm.height() - 1, 120,
+                                  cfm.height()),
+                           Qt::AlignHCenter | Qt::AlignBottom,
+                           cachedAdvance(countFont, it.label) <= it.rect.width() + 16
+                               ? it.label
+                               : QString::number(it.count));
             continue;
         }
         if (it.kind != Item::Query || it.alpha <= 0.01)
@@ -451,18 +455,11 @@ const QPixmap& KvStripsView::dotSprite(const QRectF& r, const QColor& fill, cons
     // The dot's offset within its pixel is part of its look: the sprite keeps it, so a dot
     // lands where drawEllipse would put it.
     const double fx = r.left() - std::round(r.left()), fy = r.top() - std::round(r.top());
-    const QString key = QStringLiteral("%1|%2|%3|%4|%5|%6|%7|%8")
-                            .arg(r.width())
-                            .arg(r.height())
-                            .arg(fill.rgba())
-                            .arg(pen.color().rgba())
-                            .arg(pen.widthF())
-                            .arg(dpr)
-                            .arg(std::round(fx * 4))
-                            .arg(std::round(fy * 4));
-    auto hit = dotSprites_.constFind(key);
-    if (hit != dotSprites_.constEnd())
-        return *hit;
+    const DotKey key{r.width(),    r.height(), double(fill.rgba()), double(pen.color().rgba()),
+                     pen.widthF(), dpr,        std::round(fx * 4),  std::round(fy * 4)};
+    auto hit = dotSprites_.find(key);
+    if (hit != dotSprites_.end())
+        return hit->second;
     if (dotSprites_.size() > 512) // an animation's fades each make a look of their own
         dotSprites_.clear();
     const int margin = static_cast<int>(std::ceil(pen.widthF())) + 1;
@@ -478,7 +475,7 @@ const QPixmap& KvStripsView::dotSprite(const QRectF& r, const QColor& fill, cons
     sp.drawEllipse(QRectF(QPointF(margin + std::round(fx * 4) / 4, margin + std::round(fy * 4) / 4),
                           r.size()));
     sp.end();
-    return *dotSprites_.insert(key, pm);
+    return dotSprites_.emplace(key, pm).first->second;
 }
 
 } // namespace kvscope::ui

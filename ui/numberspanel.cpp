@@ -3,6 +3,7 @@
 #include "core/features/compare.h"
 #include "core/features/report_fields.h"
 #include "core/format.h"
+#include "ui/textsprite.h"
 #include "ui/theme.h"
 
 #include <QEvent>
@@ -95,9 +96,11 @@ protected:
         int y = 0;
         bool elided = false;
         for (const QString& line : text_.split(QLatin1Char('\n'))) {
-            const QString e = fm.elidedText(line, Qt::ElideRight, width());
+            // Laid out once per text (ui/textsprite.h): a step repaints every value.
+            const QString e = cachedElided(font(), line, Qt::ElideRight, width());
             elided = elided || e != line;
-            p.drawText(QRect(0, y, width(), fm.height()), Qt::AlignLeft | Qt::AlignVCenter, e);
+            drawCachedText(p, QRect(0, y, width(), fm.height()), Qt::AlignLeft | Qt::AlignVCenter,
+                           e);
             y += fm.lineSpacing();
         }
         if (static_cast<int>(elided) != elided_) {
@@ -113,7 +116,7 @@ private:
         const QStringList lines = text_.split(QLatin1Char('\n'));
         int w = 0;
         for (const QString& l : lines)
-            w = std::max(w, fm.horizontalAdvance(l));
+            w = std::max(w, static_cast<int>(qRound(cachedAdvance(font(), l))));
         return {w + 2, fm.height() + fm.lineSpacing() * (static_cast<int>(lines.size()) - 1)};
     }
 
