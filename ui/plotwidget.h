@@ -22,6 +22,7 @@ public:
 protected:
     void drawScatterPlot(QCPPainter* painter, const QVector<QPointF>& scatters,
                          const QCPScatterStyle& style) const override;
+    void drawLinePlot(QCPPainter* painter, const QVector<QPointF>& lines) const override;
 };
 
 /// A text item drawn from a pixmap of its box and text, rendered once per text, font, colours
