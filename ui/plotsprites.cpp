@@ -304,6 +304,40 @@ void SpriteText::draw(QCPPainter* painter) {
     drawText(*painter, look);
 }
 
+QPointF SpriteText::anchorPixelPosition(int anchorId) const {
+    const QPointF pos(position->pixelPosition());
+    QTransform transform;
+    transform.translate(pos.x(), pos.y());
+    if (!qFuzzyIsNull(mRotation))
+        transform.rotate(mRotation);
+    const QRect tr =
+        cachedTextRect(mainFont(), nullptr, QRect(), Qt::TextDontClip | mTextAlignment, mText);
+    QRectF box =
+        QRectF(tr).adjusted(-mPadding.left(), -mPadding.top(), mPadding.right(), mPadding.bottom());
+    box.moveTopLeft(getTextDrawPoint(QPointF(0, 0), box, mPositionAlignment).toPoint());
+    const QPolygonF p = transform.map(QPolygonF(box));
+    switch (anchorId) {
+    case aiTopLeft:
+        return p.at(0);
+    case aiTop:
+        return (p.at(0) + p.at(1)) * 0.5;
+    case aiTopRight:
+        return p.at(1);
+    case aiRight:
+        return (p.at(1) + p.at(2)) * 0.5;
+    case aiBottomRight:
+        return p.at(2);
+    case aiBottom:
+        return (p.at(2) + p.at(3)) * 0.5;
+    case aiBottomLeft:
+        return p.at(3);
+    case aiLeft:
+        return (p.at(3) + p.at(0)) * 0.5;
+    default:
+        return QCPItemText::anchorPixelPosition(anchorId);
+    }
+}
+
 void SpriteTitle::draw(QCPPainter* painter) {
     if (vectorOrUncached(painter)) {
         QCPTextElement::draw(painter);

@@ -34,6 +34,9 @@ public:
 
 protected:
     void draw(QCPPainter* painter) override;
+    /// The box's corners and edges as QCPItemText computes them, from the measured-once text
+    /// (the callout's arrow asks for its anchor at every draw).
+    QPointF anchorPixelPosition(int anchorId) const override;
 };
 
 /// A plot title drawn and measured from the same caches as SpriteText.
