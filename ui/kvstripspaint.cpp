@@ -284,6 +284,9 @@ void KvStripsView::paintFansCached(QPainter& p, const QSize& size,
     // The key as raw numbers: formatting them into a string cost more than the curves.
     std::vector<double> key{double(size.width()), double(size.height()), dpr, double(isDark(this)),
                             double(hovered_)};
+    // The pixmap covers the fans only (dots to caps), not the view: stamping a view-sized
+    // pixmap at every paint cost as much as the curves.
+    double x0 = 1e300, y0 = 1e300, x1 = -1e300, y1 = -1e300;
     for (const auto& it : items) {
         if (it.kind != Item::Query && it.kind != Item::Bundle)
             continue;
@@ -295,19 +298,36 @@ void KvStripsView::paintFansCached(QPainter& p, const QSize& size,
         key.insert(key.end(), {double(it.key), r.left(), r.top(), r.width(), r.height(),
                                double(it.color.rgba()), std::min(it.alpha, s->second->alpha),
                                sr.left(), sr.width(), sr.top()});
+        x0 = std::min({x0, r.left(), sr.left()}), x1 = std::max({x1, r.right(), sr.right()});
+        y0 = std::min({y0, r.top(), sr.top() - kCapH}), y1 = std::max({y1, r.bottom(), sr.top()});
     }
-    if (key != fansKey_) {
-        QPixmap pm(size * dpr);
+    if (x0 > x1)
+        return;
+    // Whole pixels, with room for the pens: the curves land on the pixels they would.
+    const QRect area = QRectF(QPointF(x0, y0), QPointF(x1, y1))
+                           .adjusted(-4, -4, 4, 4)
+                           .toAlignedRect()
+                           .intersected(QRect(QPoint(0, 0), size));
+    if (area.isEmpty())
+        return;
+    // A few geometries kept: a drag goes back over the states it passed.
+    auto hit =
+        std::find_if(fans_.begin(), fans_.end(), [&](const FansSprite& f) { return f.key == key; });
+    if (hit == fans_.end()) {
+        QPixmap pm(area.size() * dpr);
         pm.setDevicePixelRatio(dpr);
         pm.fill(Qt::transparent);
         QPainter fp(&pm);
         fp.setRenderHints(p.renderHints());
+        fp.translate(-area.topLeft());
         paintFans(fp, items);
         fp.end();
-        fans_ = pm;
-        fansKey_ = key;
+        if (fans_.size() >= 8)
+            fans_.pop_back();
+        fans_.insert(fans_.begin(), FansSprite{std::move(key), area.topLeft(), pm});
+        hit = fans_.begin();
     }
-    p.drawPixmap(QPointF(0, 0), fans_);
+    p.drawPixmap(QPointF(hit->at), hit->pixmap);
 }
 
 void KvStripsView::paintFans(QPainter& p, const std::vector<Item>& items) const {

@@ -137,8 +137,12 @@ private:
     };
     mutable std::unordered_map<DotKey, QPixmap, DotKeyHash> dotSprites_;
     /// The fans layer and the geometry it was drawn for (see paintFansCached).
-    mutable std::vector<double> fansKey_;
-    mutable QPixmap fans_;
+    struct FansSprite {
+        std::vector<double> key;
+        QPoint at;
+        QPixmap pixmap;
+    };
+    mutable std::vector<FansSprite> fans_; ///< most recent first
     mutable QString captionTip_; ///< the full caption when the last paint elided part of it
 };
 
