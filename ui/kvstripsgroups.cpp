@@ -4,6 +4,7 @@
 #include "core/format.h"
 #include "ui/kvstripsgeometry.h"
 #include "ui/kvstripsview.h"
+#include "ui/textsprite.h"
 
 #include <QFontMetricsF>
 #include <QPainter>
@@ -126,7 +127,7 @@ double paintGroupLegend(QPainter& p, const Report& r, const QFont& font, const Q
     double width = 0;
     for (Part part : kOrder)
         if (share(s, part) > 0)
-            width += (width > 0 ? spacing : 0) + sw + gap + fm.horizontalAdvance(partName(part));
+            width += (width > 0 ? spacing : 0) + sw + gap + cachedAdvance(font, partName(part));
     if (measureOnly)
         return width;
     double x = right - width;
@@ -139,9 +140,10 @@ double paintGroupLegend(QPainter& p, const Report& r, const QFont& font, const Q
         x += sw + gap;
         const QString name = partName(part);
         p.setPen(ink);
-        p.drawText(QRectF(x, y - fm.height() / 2, fm.horizontalAdvance(name) + 2, fm.height()),
-                   Qt::AlignLeft | Qt::AlignVCenter, name);
-        x += fm.horizontalAdvance(name) + spacing;
+        const double w = cachedAdvance(font, name);
+        drawCachedText(p, QRectF(x, y - fm.height() / 2, w + 2, fm.height()),
+                       Qt::AlignLeft | Qt::AlignVCenter, name);
+        x += w + spacing;
     }
     return width;
 }

@@ -5,6 +5,7 @@
 #include "ui/kvstripsgeometry.h"
 #include "ui/kvstripsgroups.h"
 #include "ui/kvstripsview.h"
+#include "ui/textsprite.h"
 #include "ui/theme.h"
 #include "ui/viewmodel.h"
 
@@ -110,30 +111,31 @@ void KvStripsView::paintCaption(QPainter& p, const QSize& size) const {
     // that does not fit drops the g first, then the model's parenthetical, then elides.
     const QString big =
         tr("%1 / token / GPU").arg(q(humanBytes(static_cast<double>(r.cellBytesPerTokenPerRank))));
-    const double bigW = tfm.horizontalAdvance(big);
+    const double bigW = cachedAdvance(titleFont, big);
     const double titleW = std::max(40.0, size.width() - kRight - 16 - bigW - 24);
     // Then a config file's "org__" prefix (google__gemma-3-27b-it), then the model's name is
     // elided, never the variant and TP after it (the full title is the tooltip).
     QString shown = title;
-    if (tfm.horizontalAdvance(shown) > titleW) {
+    if (cachedAdvance(titleFont, shown) > titleW) {
         QString model = title_;
         shown = titleText(model, q(r.variant), r);
-        if (tfm.horizontalAdvance(shown) > titleW && model.contains(QStringLiteral(" (")))
+        if (cachedAdvance(titleFont, shown) > titleW && model.contains(QStringLiteral(" (")))
             shown =
                 titleText(model = model.left(model.indexOf(QStringLiteral(" ("))), q(r.variant), r);
-        if (tfm.horizontalAdvance(shown) > titleW && model.contains(QStringLiteral("__")))
+        if (cachedAdvance(titleFont, shown) > titleW && model.contains(QStringLiteral("__")))
             shown = titleText(model = model.section(QStringLiteral("__"), 1), q(r.variant), r);
-        if (tfm.horizontalAdvance(shown) > titleW) {
-            const double rest = tfm.horizontalAdvance(titleText(QString(), q(r.variant), r));
-            shown = titleText(tfm.elidedText(model, Qt::ElideRight, std::max(30.0, titleW - rest)),
-                              q(r.variant), r);
+        if (cachedAdvance(titleFont, shown) > titleW) {
+            const double rest = cachedAdvance(titleFont, titleText(QString(), q(r.variant), r));
+            shown = titleText(
+                cachedElided(titleFont, model, Qt::ElideRight, std::max(30.0, titleW - rest)),
+                q(r.variant), r);
         }
         elided << title;
     }
-    p.drawText(QRectF(16, 8, titleW, titleH), Qt::AlignLeft | Qt::AlignVCenter, shown);
+    drawCachedText(p, QRectF(16, 8, titleW, titleH), Qt::AlignLeft | Qt::AlignVCenter, shown);
     p.setPen(accentColor(dk));
-    p.drawText(QRectF(size.width() - kRight - bigW - 4, 8, bigW + 4, titleH),
-               Qt::AlignRight | Qt::AlignVCenter, big);
+    drawCachedText(p, QRectF(size.width() - kRight - bigW - 4, 8, bigW + 4, titleH),
+                   Qt::AlignRight | Qt::AlignVCenter, big);
 
     p.setFont(base);
     const double capY = 8 + titleH + 4;
@@ -142,11 +144,11 @@ void KvStripsView::paintCaption(QPainter& p, const QSize& size) const {
         if (text.isEmpty())
             return;
         p.setPen(color);
-        const QString e = fm.elidedText(text, Qt::ElideRight, lineW);
+        const QString e = cachedElided(base, text, Qt::ElideRight, lineW);
         if (e != text)
             elided << text;
-        p.drawText(QRectF(16, capY + line * 1.25 * i, lineW, line * 1.25),
-                   Qt::AlignLeft | Qt::AlignVCenter, e);
+        drawCachedText(p, QRectF(16, capY + line * 1.25 * i, lineW, line * 1.25),
+                       Qt::AlignLeft | Qt::AlignVCenter, e);
     };
     bool warn = false;
     const QString third = replicationLine(r, &warn);
@@ -171,9 +173,9 @@ void KvStripsView::paintGroupKey(QPainter& p, const QSize& size) const {
     const double room = size.width() - 32 - keyW - 24;
     bool warn = false;
     int row = 3;
-    if (fm.horizontalAdvance(replicationLine(r, &warn)) <= room)
+    if (cachedAdvance(base, replicationLine(r, &warn)) <= room)
         row = 2;
-    else if (fm.horizontalAdvance(lengthLine(r)) <= room)
+    else if (cachedAdvance(base, lengthLine(r)) <= room)
         row = 1;
     paintGroupLegend(p, r, base, palette().color(QPalette::WindowText), isDark(this), right,
                      capY + line * 1.25 * (row + 0.5));
@@ -197,8 +199,8 @@ void KvStripsView::paintRuler(QPainter& p, const Frame& frame) const {
         p.setPen(muted);
         const QString label =
             i == 0 ? QStringLiteral("0") : q(humanBytes(frame.scaleBytes * i / 4.0));
-        p.drawText(QRectF(0, y - sfm.height() / 2, kLeft - 10, sfm.height()),
-                   Qt::AlignRight | Qt::AlignVCenter, label);
+        drawCachedText(p, QRectF(0, y - sfm.height() / 2, kLeft - 10, sfm.height()),
+                       Qt::AlignRight | Qt::AlignVCenter, label);
     }
     p.setRenderHint(QPainter::Antialiasing, true);
 }
@@ -226,8 +228,8 @@ void KvStripsView::paintColumns(QPainter& p, const Frame& frame) const {
         p.setRenderHint(QPainter::Antialiasing, true);
         p.setPen(dk ? c.lighter(115) : c.darker(115));
         const QString label = col.w >= 58 ? tr("GPU %1").arg(col.rank) : QString::number(col.rank);
-        p.drawText(QRectF(col.x - 10, area.bottom() + 6, col.w + 20, kBottom - 10),
-                   Qt::AlignHCenter | Qt::AlignTop, label);
+        drawCachedText(p, QRectF(col.x - 10, area.bottom() + 6, col.w + 20, kBottom - 10),
+                       Qt::AlignHCenter | Qt::AlignTop, label);
     }
 }
 
@@ -277,26 +279,28 @@ void KvStripsView::paintBrace(QPainter& p, const Frame& frame, const Column& col
     const QFontMetricsF cfm(countFont);
     p.setFont(countFont);
     p.setPen(ink);
-    p.drawText(QRectF(textBox.left(), textBox.top(), textBox.width(), cfm.height()),
-               Qt::AlignLeft | Qt::AlignVCenter,
-               QStringLiteral("× %1").arg(col.lastRank - col.rank + 1));
+    drawCachedText(p, QRectF(textBox.left(), textBox.top(), textBox.width(), cfm.height()),
+                   Qt::AlignLeft | Qt::AlignVCenter,
+                   QStringLiteral("× %1").arg(col.lastRank - col.rank + 1));
     const QFont kindFont = scaledFont(base, 1.25, true);
     const QFontMetricsF kfm(kindFont);
     p.setFont(kindFont);
     const double ky = textBox.top() + cfm.height();
-    p.drawText(QRectF(textBox.left(), ky, textBox.width(), kfm.height()),
-               Qt::AlignLeft | Qt::AlignVCenter,
-               kfm.elidedText(col.identical ? tr("identical ranks") : tr("more ranks"),
-                              Qt::ElideRight, textBox.width()));
+    drawCachedText(p, QRectF(textBox.left(), ky, textBox.width(), kfm.height()),
+                   Qt::AlignLeft | Qt::AlignVCenter,
+                   cachedElided(kindFont, col.identical ? tr("identical ranks") : tr("more ranks"),
+                                Qt::ElideRight, textBox.width()));
     p.setFont(scaledFont(base, 1.1));
     p.setPen(mutedText(this));
-    p.drawText(QRectF(textBox.left(), ky + kfm.height() + 4, textBox.width(),
-                      textBox.bottom() - ky - kfm.height() - 4),
-               Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, col.subText);
+    drawCachedText(p,
+                   QRectF(textBox.left(), ky + kfm.height() + 4, textBox.width(),
+                          textBox.bottom() - ky - kfm.height() - 4),
+                   Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, col.subText);
     p.setFont(scaledFont(base, 1.05, true));
     p.setPen(dk ? c.lighter(115) : c.darker(115));
-    p.drawText(QRectF(col.x, area.bottom() + 6, col.w, kBottom - 10),
-               Qt::AlignHCenter | Qt::AlignTop, tr("GPU %1 … %2").arg(col.rank).arg(col.lastRank));
+    drawCachedText(p, QRectF(col.x, area.bottom() + 6, col.w, kBottom - 10),
+                   Qt::AlignHCenter | Qt::AlignTop,
+                   tr("GPU %1 … %2").arg(col.rank).arg(col.lastRank));
 }
 
 void KvStripsView::paintFansCached(QPainter& p, const QSize& size,
@@ -315,6 +319,9 @@ void KvStripsView::paintFansCached(QPainter& p, const QSize& size,
     // The key as raw numbers: formatting them into a string cost more than the curves.
     std::vector<double> key{double(size.width()), double(size.height()), dpr, double(isDark(this)),
                             double(hovered_)};
+    // The pixmap covers the fans only (dots to caps), not the view: stamping a view-sized
+    // pixmap at every paint cost as much as the curves.
+    double x0 = 1e300, y0 = 1e300, x1 = -1e300, y1 = -1e300;
     for (const auto& it : items) {
         if (it.kind != Item::Query && it.kind != Item::Bundle)
             continue;
@@ -326,19 +333,36 @@ void KvStripsView::paintFansCached(QPainter& p, const QSize& size,
         key.insert(key.end(), {double(it.key), r.left(), r.top(), r.width(), r.height(),
                                double(it.color.rgba()), std::min(it.alpha, s->second->alpha),
                                sr.left(), sr.width(), sr.top()});
+        x0 = std::min({x0, r.left(), sr.left()}), x1 = std::max({x1, r.right(), sr.right()});
+        y0 = std::min({y0, r.top(), sr.top() - kCapH}), y1 = std::max({y1, r.bottom(), sr.top()});
     }
-    if (key != fansKey_) {
-        QPixmap pm(size * dpr);
+    if (x0 > x1)
+        return;
+    // Whole pixels, with room for the pens: the curves land on the pixels they would.
+    const QRect area = QRectF(QPointF(x0, y0), QPointF(x1, y1))
+                           .adjusted(-4, -4, 4, 4)
+                           .toAlignedRect()
+                           .intersected(QRect(QPoint(0, 0), size));
+    if (area.isEmpty())
+        return;
+    // A few geometries kept: a drag goes back over the states it passed.
+    auto hit =
+        std::find_if(fans_.begin(), fans_.end(), [&](const FansSprite& f) { return f.key == key; });
+    if (hit == fans_.end()) {
+        QPixmap pm(area.size() * dpr);
         pm.setDevicePixelRatio(dpr);
         pm.fill(Qt::transparent);
         QPainter fp(&pm);
         fp.setRenderHints(p.renderHints());
+        fp.translate(-area.topLeft());
         paintFans(fp, items);
         fp.end();
-        fans_ = pm;
-        fansKey_ = key;
+        if (fans_.size() >= 8)
+            fans_.pop_back();
+        fans_.insert(fans_.begin(), FansSprite{std::move(key), area.topLeft(), pm});
+        hit = fans_.begin();
     }
-    p.drawPixmap(QPointF(0, 0), fans_);
+    p.drawPixmap(QPointF(hit->at), hit->pixmap);
 }
 
 void KvStripsView::paintFans(QPainter& p, const std::vector<Item>& items) const {
@@ -433,8 +457,8 @@ void KvStripsView::paintStrips(QPainter& p, const std::vector<Item>& items) cons
         if (!it.label.isEmpty() && cap.width() >= 12) {
             p.setFont(capFont);
             p.setPen(Qt::white);
-            p.drawText(cap, Qt::AlignCenter,
-                       QFontMetricsF(capFont).elidedText(it.label, Qt::ElideRight, cap.width()));
+            drawCachedText(p, cap, Qt::AlignCenter,
+                           cachedElided(capFont, it.label, Qt::ElideRight, cap.width()));
         }
     }
     p.setRenderHint(QPainter::Antialiasing, true);
@@ -456,12 +480,13 @@ void KvStripsView::paintQueries(QPainter& p, const std::vector<Item>& items) con
             p.setFont(countFont);
             p.setPen(ink);
             const QFontMetricsF cfm(countFont);
-            p.drawText(QRectF(it.rect.center().x() - 60, it.rect.top() - cfm.height() - 1, 120,
-                              cfm.height()),
-                       Qt::AlignHCenter | Qt::AlignBottom,
-                       cfm.horizontalAdvance(it.label) <= it.rect.width() + 16
-                           ? it.label
-                           : QString::number(it.count));
+            drawCachedText(p,
+                           QRectF(it.rect.center().x() - 60, it.rect.top() - cfm.height() - 1, 120,
+                                  cfm.height()),
+                           Qt::AlignHCenter | Qt::AlignBottom,
+                           cachedAdvance(countFont, it.label) <= it.rect.width() + 16
+                               ? it.label
+                               : QString::number(it.count));
             continue;
         }
         if (it.kind != Item::Query || it.alpha <= 0.01)
@@ -488,18 +513,11 @@ const QPixmap& KvStripsView::dotSprite(const QRectF& r, const QColor& fill, cons
     // The dot's offset within its pixel is part of its look: the sprite keeps it, so a dot
     // lands where drawEllipse would put it.
     const double fx = r.left() - std::round(r.left()), fy = r.top() - std::round(r.top());
-    const QString key = QStringLiteral("%1|%2|%3|%4|%5|%6|%7|%8")
-                            .arg(r.width())
-                            .arg(r.height())
-                            .arg(fill.rgba())
-                            .arg(pen.color().rgba())
-                            .arg(pen.widthF())
-                            .arg(dpr)
-                            .arg(std::round(fx * 4))
-                            .arg(std::round(fy * 4));
-    auto hit = dotSprites_.constFind(key);
-    if (hit != dotSprites_.constEnd())
-        return *hit;
+    const DotKey key{r.width(),    r.height(), double(fill.rgba()), double(pen.color().rgba()),
+                     pen.widthF(), dpr,        std::round(fx * 4),  std::round(fy * 4)};
+    auto hit = dotSprites_.find(key);
+    if (hit != dotSprites_.end())
+        return hit->second;
     if (dotSprites_.size() > 512) // an animation's fades each make a look of their own
         dotSprites_.clear();
     const int margin = static_cast<int>(std::ceil(pen.widthF())) + 1;
@@ -515,7 +533,7 @@ const QPixmap& KvStripsView::dotSprite(const QRectF& r, const QColor& fill, cons
     sp.drawEllipse(QRectF(QPointF(margin + std::round(fx * 4) / 4, margin + std::round(fy * 4) / 4),
                           r.size()));
     sp.end();
-    return *dotSprites_.insert(key, pm);
+    return dotSprites_.emplace(key, pm).first->second;
 }
 
 } // namespace kvscope::ui

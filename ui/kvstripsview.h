@@ -10,7 +10,9 @@
 #include <QPixmap>
 #include <QVariantAnimation>
 #include <QWidget>
+#include <array>
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 namespace kvscope::ui {
@@ -128,10 +130,20 @@ private:
     std::uint64_t hovered_ = ~0ull;
     /// Query dots stamped from pixmaps, one per look (size, colours, pen, pixel ratio): a
     /// stroked antialiased ellipse per query head was a third of a repaint.
-    mutable QHash<QString, QPixmap> dotSprites_;
+    /// A dot's look: size, fill, pen colour and width, device pixel ratio, quarter-pixel phase
+    /// (numbers, not a formatted string: formatting cost more than stamping the dot).
+    using DotKey = std::array<double, 8>;
+    struct DotKeyHash {
+        size_t operator()(const DotKey& k) const noexcept { return qHashRange(k.begin(), k.end()); }
+    };
+    mutable std::unordered_map<DotKey, QPixmap, DotKeyHash> dotSprites_;
     /// The fans layer and the geometry it was drawn for (see paintFansCached).
-    mutable std::vector<double> fansKey_;
-    mutable QPixmap fans_;
+    struct FansSprite {
+        std::vector<double> key;
+        QPoint at;
+        QPixmap pixmap;
+    };
+    mutable std::vector<FansSprite> fans_; ///< most recent first
     mutable QString captionTip_; ///< the full caption when the last paint elided part of it
 };
 

@@ -3,6 +3,7 @@
 #include "core/features/compare.h"
 #include "core/features/report_fields.h"
 #include "core/format.h"
+#include "ui/textsprite.h"
 #include "ui/theme.h"
 
 #include <QEvent>
@@ -112,15 +113,17 @@ protected:
         const QFontMetrics fm(font());
         bool elided = false;
         if (elastic_) {
-            p.drawText(rect(), Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, text_);
+            drawCachedText(p, rect(), Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, text_);
             elided = hint().height() > height() + 1 ||
                      (hint().width() > width() && wrapped(width()).width() > width() + 1);
         } else {
             int y = 0;
             for (const QString& line : text_.split(QLatin1Char('\n'))) {
-                const QString e = fm.elidedText(line, Qt::ElideRight, width());
+                // Laid out once per text (ui/textsprite.h): a step repaints every value.
+                const QString e = cachedElided(font(), line, Qt::ElideRight, width());
                 elided = elided || e != line;
-                p.drawText(QRect(0, y, width(), fm.height()), Qt::AlignLeft | Qt::AlignVCenter, e);
+                drawCachedText(p, QRect(0, y, width(), fm.height()),
+                               Qt::AlignLeft | Qt::AlignVCenter, e);
                 y += fm.lineSpacing();
             }
         }
@@ -142,7 +145,7 @@ private:
         const QStringList lines = text_.split(QLatin1Char('\n'));
         int w = 0;
         for (const QString& l : lines)
-            w = std::max(w, fm.horizontalAdvance(l));
+            w = std::max(w, static_cast<int>(qRound(cachedAdvance(font(), l))));
         int h = fm.height() + fm.lineSpacing() * (static_cast<int>(lines.size()) - 1);
         if (elastic_) // the height QPainter::drawText lays the (wrapped) lines out in
             h = wrapped(width() > 20 ? width() : w + 2).height();
@@ -154,8 +157,8 @@ private:
     }
     /// The text's box wrapped at spaces to `w` px.
     QRect wrapped(int w) const {
-        return QFontMetrics(font()).boundingRect(QRect(0, 0, w, 1 << 20),
-                                                 Qt::AlignLeft | Qt::TextWordWrap, text_);
+        return cachedTextRect(font(), this, QRect(0, 0, w, 1 << 20),
+                              Qt::AlignLeft | Qt::TextWordWrap, text_);
     }
 
     QString text_;

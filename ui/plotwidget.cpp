@@ -35,47 +35,7 @@ PlotWidget::PlotWidget(QWidget* parent) : QCustomPlot(parent) {
     bottomLegend_->setBrush(Qt::NoBrush);
     sub->setMargins(QMargins(0, 0, 0, 4));
     connect(this, &QCustomPlot::afterLayout, this, &PlotWidget::placeFloating);
-}
-
-void MarkerGraph::drawScatterPlot(QCPPainter* painter, const QVector<QPointF>& scatters,
-                                  const QCPScatterStyle& style) const {
-    if (painter->modes() & (QCPPainter::pmVectorized | QCPPainter::pmNoCaching) ||
-        style.shape() == QCPScatterStyle::ssPixmap || scatters.isEmpty()) {
-        QCPGraph::drawScatterPlot(painter, scatters, style);
-        return;
-    }
-    applyScattersAntialiasingHint(painter);
-    const bool aa = painter->antialiasing();
-    const QPen pen = style.isPenDefined() ? style.pen() : mPen;
-    const double dpr = painter->device() ? painter->device()->devicePixelRatioF() : 1.0;
-    // Everything the shape's pixels depend on.
-    const QString key =
-        QStringLiteral("%1|%2|%3|%4|%5|%6|%7|%8")
-            .arg(int(style.shape()))
-            .arg(style.size())
-            .arg(pen.color().rgba())
-            .arg(pen.widthF())
-            .arg(int(pen.style()))
-            .arg(style.brush().style() == Qt::NoBrush ? 0u : style.brush().color().rgba())
-            .arg(dpr)
-            .arg(aa);
-    // An odd-sized square sprite centred on a pixel centre, as the shape sits on its point.
-    const int half = static_cast<int>(std::ceil(style.size() / 2 + pen.widthF() + 1));
-    const int side = 2 * half + 1;
-    if (key != spriteKey_) {
-        QPixmap pm(QSize(side, side) * dpr);
-        pm.setDevicePixelRatio(dpr);
-        pm.fill(Qt::transparent);
-        QCPPainter pp(&pm);
-        pp.setAntialiasing(aa);
-        style.applyTo(&pp, mPen);
-        style.drawShape(&pp, half + 0.5, half + 0.5);
-        pp.end();
-        sprite_ = pm;
-        spriteKey_ = key;
-    }
-    for (const QPointF& s : scatters)
-        painter->drawPixmap(QPointF(std::floor(s.x()) - half, std::floor(s.y()) - half), sprite_);
+    connect(this, &QCustomPlot::beforeReplot, this, &PlotWidget::adoptLegendItems);
 }
 
 QCPGraph* PlotWidget::addGraph(QCPAxis* keyAxis, QCPAxis* valueAxis) {
@@ -335,7 +295,7 @@ void PlotWidget::styleAxes() {
 
 QCPItemText* PlotWidget::addLabel(double x, double y, const QString& text, Qt::Alignment align,
                                   const QColor& color, double fontFactor, bool bold) {
-    auto* t = new QCPItemText(this);
+    auto* t = new SpriteText(this);
     t->position->setType(QCPItemPosition::ptPlotCoords);
     t->position->setCoords(x, y);
     t->setPositionAlignment(align);

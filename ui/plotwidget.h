@@ -22,10 +22,32 @@ public:
 protected:
     void drawScatterPlot(QCPPainter* painter, const QVector<QPointF>& scatters,
                          const QCPScatterStyle& style) const override;
+    void drawLinePlot(QCPPainter* painter, const QVector<QPointF>& lines) const override;
+};
 
-private:
-    mutable QString spriteKey_;
-    mutable QPixmap sprite_;
+/// A text item drawn from a pixmap of its box and text, rendered once per text, font, colours
+/// and sub-pixel phase: laying a label's text out again (harfbuzz shaping) at each replot was a
+/// fifth of a slider step. Exports draw the text as QCPItemText does (vectors in PDF and SVG).
+class SpriteText : public QCPItemText {
+public:
+    using QCPItemText::QCPItemText;
+
+protected:
+    void draw(QCPPainter* painter) override;
+    /// The box's corners and edges as QCPItemText computes them, from the measured-once text
+    /// (the callout's arrow asks for its anchor at every draw).
+    QPointF anchorPixelPosition(int anchorId) const override;
+};
+
+/// A plot title drawn and measured from the same caches as SpriteText.
+class SpriteTitle : public QCPTextElement {
+public:
+    using QCPTextElement::QCPTextElement;
+
+protected:
+    void draw(QCPPainter* painter) override;
+    QSize minimumOuterSizeHint() const override;
+    QSize maximumOuterSizeHint() const override;
 };
 
 class PlotWidget : public QCustomPlot {
@@ -67,6 +89,8 @@ protected:
     /// A text item in plot coordinates with the palette's text colour.
     QCPItemText* addLabel(double x, double y, const QString& text, Qt::Alignment align,
                           const QColor& color, double fontFactor = 1.0, bool bold = false);
+    /// A bare text item drawn from a cached pixmap (addLabel's, without its placement).
+    QCPItemText* addText() { return new SpriteText(this); }
 
     /// A label that may sit at any of `spots` (plot coordinates with an alignment, in order of
     /// preference): after each layout it takes the first that stays inside the axis rect and
@@ -79,6 +103,10 @@ protected:
     void placeFloating();
     static QRectF itemRect(const QCPItemText* t);
     static QSizeF textBoxSize(const QCPItemText* t);
+
+    /// Swaps the legend's items for ones that draw and measure their text from caches (run
+    /// before each replot: QCustomPlot adds a plain item for every new plottable).
+    void adoptLegendItems();
 
     QCPLegend* bottomLegend_ = nullptr;
     std::vector<std::pair<QPointer<QCPItemText>, std::vector<Spot>>> floating_;

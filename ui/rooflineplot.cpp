@@ -407,7 +407,7 @@ void RooflinePlot::addCurrent(const VariantPoint& current, const QStringList& sa
     cur->addData(current.intensityFlopPerByte, current.attainableFlopPerS);
     // The callout sits in a corner of the axis rect, an arrow to the point: never clipped;
     // fitCallout() picks the corner once the layout is known.
-    auto* t = new QCPItemText(this);
+    auto* t = addText();
     t->position->setType(QCPItemPosition::ptAxisRectRatio);
     t->position->setCoords(0.97, 0.96);
     t->setPositionAlignment(Qt::AlignRight | Qt::AlignBottom);

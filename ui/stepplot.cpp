@@ -84,7 +84,7 @@ StepPlot::StepPlot(QWidget* parent) : PlotWidget(parent) {
     yAxis2->setLabel(tr("KV % of the step's bytes"));
     bottomLegend_->setWrap(4);
     plotLayout()->insertRow(0);
-    title_ = new QCPTextElement(this, QString(), labelFont(0.95));
+    title_ = new SpriteTitle(this, QString(), labelFont(0.95));
     plotLayout()->addElement(0, 0, title_);
     // After the floating labels are placed (PlotWidget connects first).
     connect(this, &QCustomPlot::afterLayout, this, &StepPlot::fitPoolLabel);

@@ -25,7 +25,7 @@ TpPlot::TpPlot(Kind kind, QWidget* parent) : PlotWidget(parent), kind_(kind) {
     xAxis->setLabel(tr("tensor-parallel size (TP)"));
     bottomLegend_->setWrap(1); // one series per row: long model names never clip
     plotLayout()->insertRow(0);
-    title_ = new QCPTextElement(this, QString(), labelFont(0.95));
+    title_ = new SpriteTitle(this, QString(), labelFont(0.95));
     plotLayout()->addElement(0, 0, title_);
     rebuild();
 }

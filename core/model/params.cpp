@@ -203,6 +203,13 @@ std::vector<WeightTensor> buildInventory(const ModelSpec& m, std::int64_t kvHead
 struct WeightInventoryCache {
     std::mutex mutex;
     std::map<std::int64_t, std::shared_ptr<const std::vector<WeightTensor>>> byKvHeads;
+    /// countParams per K/V layout, with the inputs it reads besides the inventory.
+    struct Counted {
+        std::shared_ptr<const std::vector<WeightTensor>> inventory;
+        std::int64_t visionParams, mtpLayers, layers, hidden;
+        ParamCount count;
+    };
+    std::map<std::int64_t, Counted> paramsByKvHeads;
 };
 
 std::shared_ptr<WeightInventoryCache> newWeightInventoryCache() {
@@ -232,9 +239,11 @@ std::int64_t kvProjParamsPerLayer(const ModelSpec& m, std::int64_t kvHeads) {
     return d * hkv * (m.keyDim() + m.valueDim());
 }
 
-ParamCount countParams(const ModelSpec& m, std::int64_t kvHeads) {
+namespace {
+ParamCount computeParams(const ModelSpec& m, std::int64_t kvHeads,
+                         const std::vector<WeightTensor>& inventory) {
     ParamCount p;
-    for (const WeightTensor& t : *weightInventory(m, kvHeads)) {
+    for (const WeightTensor& t : inventory) {
         const std::int64_t n = t.params();
         switch (t.role) {
         case TensorRole::Embedding:
@@ -281,6 +290,31 @@ ParamCount countParams(const ModelSpec& m, std::int64_t kvHeads) {
         const std::int64_t d = m.hidden.value;
         p.mtp = m.weights.mtpLayers * (layer + 2 * d * d + 3 * d);
     }
+    return p;
+}
+} // namespace
+
+ParamCount countParams(const ModelSpec& m, std::int64_t kvHeads) {
+    // Every evaluate counts the parameters (the pool, the step, the PP stages), and a slider
+    // drag evaluates hundreds of deployments of one model: the count is kept with the model's
+    // inventory, keyed by the K/V layout and checked against what else it reads.
+    const auto inventory = weightInventory(m, kvHeads);
+    if (!m.inventoryCache)
+        return computeParams(m, kvHeads, *inventory);
+    WeightInventoryCache& c = *m.inventoryCache;
+    {
+        const std::lock_guard<std::mutex> lock(c.mutex);
+        auto hit = c.paramsByKvHeads.find(kvHeads);
+        if (hit != c.paramsByKvHeads.end() && hit->second.inventory == inventory &&
+            hit->second.visionParams == m.weights.visionParams &&
+            hit->second.mtpLayers == m.weights.mtpLayers && hit->second.layers == m.layers.value &&
+            hit->second.hidden == m.hidden.value)
+            return hit->second.count;
+    }
+    const ParamCount p = computeParams(m, kvHeads, *inventory);
+    const std::lock_guard<std::mutex> lock(c.mutex);
+    c.paramsByKvHeads[kvHeads] = {inventory,      m.weights.visionParams, m.weights.mtpLayers,
+                                  m.layers.value, m.hidden.value,         p};
     return p;
 }
 
