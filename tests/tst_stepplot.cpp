@@ -118,6 +118,29 @@ private Q_SLOTS:
         w.flushRefresh();
         QVERIFY(!plot->rows().empty());
     }
+
+    // Behind the "Intensity vs TP" tab the plot keeps a new state without rebuilding (a slider
+    // step pays nothing for it); raising its tab draws that state. Llama-3-70B has 7 KV layouts
+    // (64 heads: MHA, GQA-32 … GQA-2, MQA), Llama-3-8B 6 (32 heads).
+    void offScreenStateIsDrawnWhenRaised() {
+        MainWindow w(MainWindow::Options{false, false});
+        w.resize(1600, 1000);
+        w.show();
+        QVERIFY(w.loadModelRef(QStringLiteral("llama-3-70b")));
+        auto* dock = w.findChild<QDockWidget*>(QStringLiteral("stepDock"));
+        auto* plot = w.findChild<StepPlot*>(QStringLiteral("stepPlot"));
+        QVERIFY(dock && plot);
+        dock->raise();
+        QTRY_COMPARE(plot->graphCount(), 1 + 7);
+        w.findChild<QDockWidget*>(QStringLiteral("intensityDock"))->raise();
+        QApplication::processEvents();
+        QVERIFY(w.loadModelRef(QStringLiteral("llama-3-8b")));
+        w.flushRefresh();
+        QCOMPARE(plot->graphCount(), 1 + 7); // off screen: not rebuilt
+        dock->raise();
+        QTRY_COMPARE(plot->graphCount(), 1 + 6);
+        QCOMPARE(plot->currentKvHeads(), qint64(8));
+    }
 };
 
 QTEST_MAIN(TestStepPlot)

@@ -243,6 +243,7 @@ void MainWindow::buildViews() {
     tabifyDockWidget(modelDock, gpuDock);
     modelDock->raise();
     tabifyDockWidget(intensityDock, stepDock);
+    connect(stepDock, &QDockWidget::visibilityChanged, step_, &StepPlot::setOnScreen);
     intensityDock->raise();
 
     resizeDocks({controlsDock, numbersDock}, {370, 380}, Qt::Horizontal);
@@ -289,8 +290,10 @@ QWidget* MainWindow::viewWidget(const QString& name) const {
         return capacity_;
     if (name == QLatin1String("intensity"))
         return intensity_;
-    if (name == QLatin1String("step"))
+    if (name == QLatin1String("step")) {
+        step_->flushPending(); // drawn or exported now: the state it skipped behind its tab
         return step_;
+    }
     return nullptr;
 }
 
@@ -428,6 +431,7 @@ void MainWindow::setDragging(bool dragging) {
 
 void MainWindow::renderNow() {
     flushRefresh();
+    step_->flushPending();
     for (PlotWidget* p :
          std::initializer_list<PlotWidget*>{roofline_, capacity_, intensity_, step_})
         p->replot(QCustomPlot::rpImmediateRefresh);

@@ -114,6 +114,31 @@ void StepPlot::fitPoolLabel() {
 }
 
 void StepPlot::setState(const AppState& s, const Report& current) {
+    if (!onScreen_) {
+        pending_.emplace(s, current);
+        return;
+    }
+    pending_.reset();
+    applyState(s, current);
+}
+
+void StepPlot::flushPending() const {
+    if (!pending_)
+        return;
+    auto [s, current] = std::move(*pending_);
+    pending_.reset();
+    const_cast<StepPlot*>(this)->applyState(s, current);
+}
+
+void StepPlot::setOnScreen(bool on) {
+    onScreen_ = on;
+    if (on && pending_) {
+        flushPending();
+        replot(QCustomPlot::rpQueuedReplot);
+    }
+}
+
+void StepPlot::applyState(const AppState& s, const Report& current) {
     const std::string rows = rowsKey(s);
     const std::vector<std::int64_t> grid = batchGrid(s.deployment.batch);
     const std::int64_t kv =

@@ -26,8 +26,15 @@ public:
 
     explicit StepPlot(QWidget* parent = nullptr);
 
-    /// Re-evaluates the step over the batch grid when the state moved.
+    /// Re-evaluates the step over the batch grid when the state moved. Off screen (behind
+    /// another tab) the state is kept and applied when the plot comes on screen or is read: a
+    /// slider step does not rebuild a plot nobody sees.
     void setState(const AppState& s, const kvscope::Report& current);
+    /// Whether the plot is on screen (its dock's QDockWidget::visibilityChanged: a tabified
+    /// dock behind another tab stays isVisible()).
+    void setOnScreen(bool on);
+    /// Applies a state kept while hidden (exports and the accessors below call it).
+    void flushPending() const;
     void setMode(Mode m);
     Mode mode() const { return mode_; }
     /// Measured steps to overlay (empty: none), from `device`; points of another model
@@ -41,18 +48,31 @@ public:
         double tokensPerSPerGpu = 0;
         QString tooltip;
     };
-    const std::vector<MeasuredStepPoint>& measuredStepPoints() const { return measured_; }
+    const std::vector<MeasuredStepPoint>& measuredStepPoints() const {
+        flushPending();
+        return measured_;
+    }
 
     // What the plot shows (for tests and tooltips).
-    const std::vector<kvscope::StepSweepRow>& rows() const { return rows_; }
-    std::optional<std::int64_t> tenPercentBatch() const { return tenPercent_; }
-    std::int64_t currentKvHeads() const { return currentKv_; } ///< 0 = the latent
+    const std::vector<kvscope::StepSweepRow>& rows() const {
+        flushPending();
+        return rows_;
+    }
+    std::optional<std::int64_t> tenPercentBatch() const {
+        flushPending();
+        return tenPercent_;
+    }
+    std::int64_t currentKvHeads() const {
+        flushPending();
+        return currentKv_;
+    } ///< 0 = the latent
 
 protected:
     void rebuild() override;
     void mouseMoveEvent(QMouseEvent* e) override;
 
 private:
+    void applyState(const AppState& s, const kvscope::Report& current);
     double valueOf(const kvscope::DecodeStep& s) const;
     /// The current variant's rows (with a step), in batch order.
     std::vector<const kvscope::StepSweepRow*> currentRows() const;
@@ -64,6 +84,8 @@ private:
     Floating addTenPercent(double maxBatch);
     Floating addCurrent(double maxBatch);
 
+    mutable std::optional<std::pair<AppState, kvscope::Report>> pending_;
+    bool onScreen_ = true;
     Mode mode_ = Mode::Time;
     std::vector<kvscope::StepSweepRow> rows_;
     std::optional<std::int64_t> tenPercent_;
