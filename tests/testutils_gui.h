@@ -11,6 +11,7 @@
 #include <QLineF>
 #include <QRectF>
 #include <QString>
+#include <QStringList>
 #include <QtTest/QtTest>
 #include <memory>
 
@@ -24,6 +25,27 @@ inline std::unique_ptr<ui::MainWindow> makeWindow() {
     w->show();
     w->flushRefresh();
     return w;
+}
+
+/// The states a talk projects, as startup flags (kvscope's state flags): DeepSeek-V3 at TP 128,
+/// Llama-3.1-405B's MQA what-if at TP 128, the 2026 hybrids Nemotron-H-56B, Gemma-3-27B and
+/// gpt-oss-20b, and the default (Llama-3-70B).
+inline QList<QPair<const char*, QStringList>> talkStates() {
+    const auto model = [](const QString& m, const QStringList& rest = {}) {
+        return QStringList{QStringLiteral("--model"), m} + rest;
+    };
+    const auto fixture = [](const char* name) {
+        return QStringLiteral(KVSCOPE_FIXTURES_2026_DIR "/") + QLatin1String(name);
+    };
+    const QStringList tp128{QStringLiteral("--tp"), QStringLiteral("128")};
+    return {{"deepseek-v3 tp128", model(QStringLiteral("deepseek-v3"), tp128)},
+            {"llama-3.1-405b mqa tp128",
+             model(QStringLiteral("llama-3.1-405b"),
+                   tp128 + QStringList{QStringLiteral("--h-kv"), QStringLiteral("1")})},
+            {"nemotron-h-56b", model(fixture("nvidia__Nemotron-H-56B-Base-8K.json"))},
+            {"gemma-3-27b", model(fixture("google__gemma-3-27b-it.json"))},
+            {"gpt-oss-20b", model(fixture("openai__gpt-oss-20b.json"))},
+            {"default", {}}};
 }
 
 inline QString rectText(const QRectF& r) {

@@ -204,22 +204,7 @@ private Q_SLOTS:
         QTest::addColumn<QStringList>("flags");
         QTest::addColumn<QSize>("size");
         QTest::addColumn<bool>("present");
-        const QString fixtures = QStringLiteral(KVSCOPE_FIXTURES_2026_DIR "/");
-        const QList<QPair<const char*, QStringList>> states = {
-            {"llama-3-70b", {QStringLiteral("--model"), QStringLiteral("llama-3-70b")}},
-            {"deepseek-v3 tp128",
-             {QStringLiteral("--model"), QStringLiteral("deepseek-v3"), QStringLiteral("--tp"),
-              QStringLiteral("128")}},
-            {"llama-3.1-405b mqa tp128",
-             {QStringLiteral("--model"), QStringLiteral("llama-3.1-405b"), QStringLiteral("--tp"),
-              QStringLiteral("128"), QStringLiteral("--h-kv"), QStringLiteral("1")}},
-            {"nemotron-h-56b",
-             {QStringLiteral("--model"),
-              fixtures + QLatin1String("nvidia__Nemotron-H-56B-Base-8K.json")}},
-            {"gemma-3-27b",
-             {QStringLiteral("--model"), fixtures + QLatin1String("google__gemma-3-27b-it.json")}},
-            {"gpt-oss-20b",
-             {QStringLiteral("--model"), fixtures + QLatin1String("openai__gpt-oss-20b.json")}}};
+        const auto states = talkStates();
         for (const auto& [name, flags] : states) {
             QTest::newRow(qPrintable(QStringLiteral("%1 1600x1000").arg(QLatin1String(name))))
                 << flags << QSize(1600, 1000) << false;

@@ -40,22 +40,7 @@ void addTalkStates() {
     QTest::addColumn<QStringList>("flags");
     QTest::addColumn<QSize>("size");
     QTest::addColumn<bool>("dark");
-    const auto model = [](const QString& m, const QStringList& rest = {}) {
-        return QStringList{QStringLiteral("--model"), m} + rest;
-    };
-    const auto tp128 = [](const char* hkv) {
-        QStringList f{QStringLiteral("--tp"), QStringLiteral("128")};
-        if (hkv)
-            f << QStringLiteral("--h-kv") << QLatin1String(hkv);
-        return f;
-    };
-    const QList<QPair<const char*, QStringList>> states = {
-        {"deepseek-v3 tp128", model(QStringLiteral("deepseek-v3"), tp128(nullptr))},
-        {"llama-3.1-405b mqa tp128", model(QStringLiteral("llama-3.1-405b"), tp128("1"))},
-        {"nemotron-h-56b", model(fixture("nvidia__Nemotron-H-56B-Base-8K.json"))},
-        {"gemma-3-27b", model(fixture("google__gemma-3-27b-it.json"))},
-        {"gpt-oss-20b", model(fixture("openai__gpt-oss-20b.json"))},
-        {"default", {}}};
+    const auto states = talkStates();
     for (const QSize size : {QSize(1920, 1080), QSize(1600, 1000)})
         for (bool dark : {false, true})
             for (const auto& [name, flags] : states)
@@ -166,22 +151,7 @@ private Q_SLOTS:
     // Screenshots of the states a speaker projects are real windows, light and dark.
     void screenshotsAtTalkStatesNotBlank_data() {
         QTest::addColumn<QStringList>("flags");
-        const QString fixtures = QStringLiteral(KVSCOPE_FIXTURES_2026_DIR "/");
-        const QList<QPair<const char*, QStringList>> states = {
-            {"deepseek-v3 tp128",
-             {QStringLiteral("--model"), QStringLiteral("deepseek-v3"), QStringLiteral("--tp"),
-              QStringLiteral("128")}},
-            {"llama-3.1-405b mqa tp128",
-             {QStringLiteral("--model"), QStringLiteral("llama-3.1-405b"), QStringLiteral("--tp"),
-              QStringLiteral("128"), QStringLiteral("--h-kv"), QStringLiteral("1")}},
-            {"nemotron-h-56b",
-             {QStringLiteral("--model"),
-              fixtures + QLatin1String("nvidia__Nemotron-H-56B-Base-8K.json")}},
-            {"gemma-3-27b",
-             {QStringLiteral("--model"), fixtures + QLatin1String("google__gemma-3-27b-it.json")}},
-            {"gpt-oss-20b",
-             {QStringLiteral("--model"), fixtures + QLatin1String("openai__gpt-oss-20b.json")}},
-            {"default", {}}};
+        const auto states = talkStates();
         for (const auto& [name, flags] : states)
             for (const char* theme : {"light", "dark"})
                 for (const char* size : {"1920x1080", "1600x1000", "1920x1080 present"}) {
