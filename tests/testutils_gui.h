@@ -6,16 +6,27 @@
 #include "ui/mainwindow.h"
 #include "ui/plotwidget.h"
 
+#include <QApplication>
 #include <QCoreApplication>
 #include <QDockWidget>
 #include <QLineF>
 #include <QRectF>
+#include <QScopeGuard>
 #include <QString>
 #include <QStringList>
 #include <QtTest/QtTest>
 #include <memory>
 
 namespace kvscope::test {
+
+/// The app's own font (app/gui/main.cpp: 10.5 pt) until the returned guard goes.
+[[nodiscard]] inline auto appFontForScope() {
+    const QFont before = QApplication::font();
+    QFont f = before;
+    f.setPointSizeF(10.5);
+    QApplication::setFont(f);
+    return qScopeGuard([before] { QApplication::setFont(before); });
+}
 
 /// A window that neither reads nor writes QSettings and does not animate, at 1600 x 1000.
 inline std::unique_ptr<ui::MainWindow> makeWindow() {

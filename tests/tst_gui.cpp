@@ -176,11 +176,7 @@ private Q_SLOTS:
     }
     void plotLabelsLeavePointsVisible() {
         // The app's own font (app/gui/main.cpp): labels are measured as a talk sees them.
-        const QFont appFont = QApplication::font();
-        QFont f = appFont;
-        f.setPointSizeF(10.5);
-        QApplication::setFont(f);
-        const auto restore = qScopeGuard([&] { QApplication::setFont(appFont); });
+        const auto restore = appFontForScope();
         QFETCH(QString, model);
         QFETCH(int, kvHeads);
         QFETCH(int, tp);
@@ -217,11 +213,7 @@ private Q_SLOTS:
         QFETCH(QStringList, flags);
         QFETCH(QSize, size);
         QFETCH(bool, present);
-        const QFont appFont = QApplication::font();
-        QFont f = appFont;
-        f.setPointSizeF(10.5); // the app's own font (app/gui/main.cpp)
-        QApplication::setFont(f);
-        const auto restore = qScopeGuard([&] { QApplication::setFont(appFont); });
+        const auto restore = appFontForScope();
         StartupOptions o = parseStartup(QStringList{QStringLiteral("kvscope")} + flags);
         QVERIFY2(o.error.isEmpty(), qPrintable(o.error));
         o.present = present;

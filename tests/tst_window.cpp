@@ -66,11 +66,7 @@ private Q_SLOTS:
         QFETCH(QStringList, flags);
         QFETCH(QSize, size);
         QFETCH(bool, dark);
-        const QFont appFont = QApplication::font();
-        QFont f = appFont;
-        f.setPointSizeF(10.5); // the app's own font (app/gui/main.cpp)
-        QApplication::setFont(f);
-        const auto restore = qScopeGuard([&] { QApplication::setFont(appFont); });
+        const auto restore = appFontForScope();
         applyTheme(dark ? ThemeMode::Dark : ThemeMode::Light);
         StartupOptions o = parseStartup(QStringList{QStringLiteral("kvscope")} + flags);
         QVERIFY2(o.error.isEmpty(), qPrintable(o.error));
@@ -97,11 +93,7 @@ private Q_SLOTS:
     }
     void presentationMarkersAndLabels() {
         QFETCH(QStringList, flags);
-        const QFont appFont = QApplication::font();
-        QFont f = appFont;
-        f.setPointSizeF(10.5);
-        QApplication::setFont(f);
-        const auto restore = qScopeGuard([&] { QApplication::setFont(appFont); });
+        const auto restore = appFontForScope();
         StartupOptions o = parseStartup(QStringList{QStringLiteral("kvscope")} + flags);
         QVERIFY2(o.error.isEmpty(), qPrintable(o.error));
         MainWindow w(MainWindow::Options{false, false});
