@@ -305,34 +305,27 @@ void KvStripsView::paintBrace(QPainter& p, const Frame& frame, const Column& col
 
 void KvStripsView::paintFansCached(QPainter& p, const QSize& size,
                                    const std::vector<Item>& items) const {
+    const std::vector<Fan> fans = fansOf(items);
     if (!p.paintEngine() || p.paintEngine()->type() != QPaintEngine::Raster) {
-        paintFans(p, items); // printing or SVG: the vector curves
+        paintFans(p, fans); // printing or SVG: the vector curves
         return;
     }
     // The fans hang from the query dots to the strips' caps, whose tops stay put while a
     // context or batch step stretches the strips: they are drawn once per geometry and
     // stamped from a pixmap (stroking the antialiased curves was a tenth of a step).
     const double dpr = p.device()->devicePixelRatioF();
-    std::unordered_map<std::uint64_t, const Item*> byKey;
-    for (const auto& it : items)
-        byKey.emplace(it.key, &it);
     // The key as raw numbers: formatting them into a string cost more than the curves.
     std::vector<double> key{double(size.width()), double(size.height()), dpr, double(isDark(this)),
                             double(hovered_)};
     // The pixmap covers the fans only (dots to caps), not the view: stamping a view-sized
     // pixmap at every paint cost as much as the curves.
     double x0 = 1e300, y0 = 1e300, x1 = -1e300, y1 = -1e300;
-    for (const auto& it : items) {
-        if (it.kind != Item::Query && it.kind != Item::Bundle)
-            continue;
-        auto s = byKey.find(it.target);
-        if (s == byKey.end())
-            continue;
-        const QRectF& r = it.rect;
-        const QRectF& sr = s->second->rect;
-        key.insert(key.end(), {double(it.key), r.left(), r.top(), r.width(), r.height(),
-                               double(it.color.rgba()), std::min(it.alpha, s->second->alpha),
-                               sr.left(), sr.width(), sr.top()});
+    for (const auto& [q, strip] : fans) {
+        const QRectF& r = q->rect;
+        const QRectF& sr = strip->rect;
+        key.insert(key.end(), {double(q->key), r.left(), r.top(), r.width(), r.height(),
+                               double(q->color.rgba()), std::min(q->alpha, strip->alpha), sr.left(),
+                               sr.width(), sr.top()});
         x0 = std::min({x0, r.left(), sr.left()}), x1 = std::max({x1, r.right(), sr.right()});
         y0 = std::min({y0, r.top(), sr.top() - kCapH}), y1 = std::max({y1, r.bottom(), sr.top()});
     }
@@ -355,7 +348,7 @@ void KvStripsView::paintFansCached(QPainter& p, const QSize& size,
         QPainter fp(&pm);
         fp.setRenderHints(p.renderHints());
         fp.translate(-area.topLeft());
-        paintFans(fp, items);
+        paintFans(fp, fans);
         fp.end();
         if (fans_.size() >= 8)
             fans_.pop_back();
@@ -365,21 +358,28 @@ void KvStripsView::paintFansCached(QPainter& p, const QSize& size,
     p.drawPixmap(QPointF(hit->at), hit->pixmap);
 }
 
-void KvStripsView::paintFans(QPainter& p, const std::vector<Item>& items) const {
-    const bool dk = isDark(this);
-    // Fans first (under the dots and strips).
+std::vector<KvStripsView::Fan> KvStripsView::fansOf(const std::vector<Item>& items) {
     std::unordered_map<std::uint64_t, const Item*> byKey;
     for (const auto& it : items)
         byKey.emplace(it.key, &it);
+    std::vector<Fan> out;
     for (const auto& it : items) {
         if (it.kind != Item::Query && it.kind != Item::Bundle)
             continue;
-        auto s = byKey.find(it.target);
-        if (s == byKey.end())
-            continue;
+        if (auto s = byKey.find(it.target); s != byKey.end())
+            out.emplace_back(&it, s->second);
+    }
+    return out;
+}
+
+void KvStripsView::paintFans(QPainter& p, const std::vector<Fan>& fans) const {
+    const bool dk = isDark(this);
+    // Fans first (under the dots and strips).
+    for (const auto& [q, strip] : fans) {
+        const Item& it = *q;
         QColor c = it.color;
-        c.setAlphaF(static_cast<float>(std::min(it.alpha, s->second->alpha) * (dk ? 0.7 : 0.55)));
-        const QRectF& sr = s->second->rect;
+        c.setAlphaF(static_cast<float>(std::min(it.alpha, strip->alpha) * (dk ? 0.7 : 0.55)));
+        const QRectF& sr = strip->rect;
         const QPointF b(sr.center().x(), sr.top() - kCapH);
         if (it.kind == Item::Bundle) {
             // One band from the bundle's span to its strip's cap.

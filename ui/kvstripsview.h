@@ -13,6 +13,7 @@
 #include <array>
 #include <cstdint>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace kvscope::ui {
@@ -107,7 +108,10 @@ private:
     void paintRuler(QPainter& p, const Frame& frame) const;
     void paintColumns(QPainter& p, const Frame& frame) const;
     void paintBrace(QPainter& p, const Frame& frame, const Column& col) const;
-    void paintFans(QPainter& p, const std::vector<Item>& items) const;
+    /// Each query dot or bundle with the strip it reads (those whose strip is laid out).
+    using Fan = std::pair<const Item*, const Item*>;
+    static std::vector<Fan> fansOf(const std::vector<Item>& items);
+    void paintFans(QPainter& p, const std::vector<Fan>& fans) const;
     void paintStrips(QPainter& p, const std::vector<Item>& items) const;
     void paintQueries(QPainter& p, const std::vector<Item>& items) const;
     void paintFansCached(QPainter& p, const QSize& size, const std::vector<Item>& items) const;
