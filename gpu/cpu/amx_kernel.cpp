@@ -15,7 +15,8 @@
 //     V rows of a token pair are interleaved with vpunpckl/hwd (one uop each) into the B
 //     layout, so the output columns come out permuted within each 32-column chunk (lane
 //     4L + j of tile 2c / 2c+1 is column 32c + 8L + j / 32c + 8L + 4 + j) and are put back at
-//     the end. fp8 V is decoded in the same pass.
+//     the end. fp8 V is decoded by the VBMI decoder into a scratch tile first (bf16_simd.h),
+//     or, with the vpermi2w table decoder, in the same pass.
 // bf16 x bf16 products are exact in fp32 and accumulate in fp32, as in the other kernels.
 #include "gpu/cpu/amx_kernel.h"
 
@@ -60,22 +61,19 @@ constexpr int blockTokens(int valueDim) {
     return valueDim >= 512 ? 64 : 32;
 }
 
-/// n <= block token rows (bf16 copied, fp8 decoded exactly) into a block-row tile whose rows
-/// past n are zero. width is a multiple of 32.
+/// n <= block token rows (bf16 copied, fp8 decoded exactly with `dec`) into a block-row tile
+/// whose rows past n are zero. width is a multiple of 32.
 KVSCOPE_AMX_TARGET __attribute__((noinline)) void stageBlock(const std::uint8_t* src,
                                                              std::int64_t stride, int n, int block,
-                                                             int width, bool fp8,
+                                                             int width, bool fp8, Fp8Decoder dec,
                                                              std::uint16_t* dst) {
-    std::memset(dst + std::ptrdiff_t(n) * width, 0, std::size_t((block - n) * width) * 2);
-    if (!fp8) {
-        for (int i = 0; i < n; ++i)
-            std::memcpy(dst + i * width, src + i * stride, std::size_t(width) * 2);
+    if (fp8) {
+        stageFp8Rows(src, stride, n, block, width, dst, dec);
         return;
     }
-    const Fp8Lut lut = fp8Lut();
+    std::memset(dst + std::ptrdiff_t(n) * width, 0, std::size_t((block - n) * width) * 2);
     for (int i = 0; i < n; ++i)
-        for (int j = 0; j < width; j += 32)
-            _mm512_storeu_si512(dst + i * width + j, fp8x32ToBf16(src + i * stride + j, lut));
+        std::memcpy(dst + i * width, src + i * stride, std::size_t(width) * 2);
 }
 
 /// Q^T as B tiles: tile (grp, c) row k, lane n = (q[16 grp + n][32c + 2k], [.. + 1]); query rows
@@ -274,9 +272,15 @@ KVSCOPE_AMX_TARGET void attendAmxImpl(const SegmentBf16& sg, ScratchAmx& sc) {
     const int R = int(sg.rows);
     const int groups = (R + 15) / 16;
     const bool fp8 = sg.dtype != KvDtype::Bf16, mla = sg.values == sg.keys;
+    const Fp8Decoder dec = fp8 ? fp8Decoder() : Fp8Decoder::Table;
+    // fp8 GQA V: decoded by VBMI into sc.vTile, then interleaved as bf16; the table decoder
+    // decodes it inside interleaveV instead (one pass, 32 values per step).
+    const bool stageV = fp8 && !mla && dec == Fp8Decoder::Vbmi;
     prepareQ<DK>(sg, groups, sc);
     constexpr int kBlock = blockTokens(DV);
     sc.kTile.resize(std::size_t(kBlock * DK));
+    if (stageV)
+        sc.vTile.resize(std::size_t(kBlock * DV));
     sc.vv.resize(std::size_t(kBlock / 32 * DV / 16 * kTileB));
     sc.pa.resize(std::size_t(groups * kBlock / 32 * kTileB));
     sc.st.resize(std::size_t(groups * kBlock * 16));
@@ -291,7 +295,7 @@ KVSCOPE_AMX_TARGET void attendAmxImpl(const SegmentBf16& sg, ScratchAmx& sc) {
         std::int64_t ks = sg.keyRowBytes, vs = sg.valueRowBytes;
         bool vFp8 = fp8;
         if (fp8 || n < kBlock) { // decode, or pad so no tile reads past the segment
-            stageBlock(k, ks, n, kBlock, DK, fp8, sc.kTile.data());
+            stageBlock(k, ks, n, kBlock, DK, fp8, dec, sc.kTile.data());
             k = reinterpret_cast<const std::uint8_t*>(sc.kTile.data());
             ks = DK * 2;
             if (mla) { // V is the decoded latent's first DV elements
@@ -299,6 +303,12 @@ KVSCOPE_AMX_TARGET void attendAmxImpl(const SegmentBf16& sg, ScratchAmx& sc) {
                 vs = ks;
                 vFp8 = false;
             }
+        }
+        if (stageV) {
+            stageFp8Rows(v, vs, n, kBlock, DV, sc.vTile.data(), dec);
+            v = reinterpret_cast<const std::uint8_t*>(sc.vTile.data());
+            vs = DV * 2;
+            vFp8 = false;
         }
         scoreBlock<DK>(k, ks, groups, kBlock, sc);
         interleaveV<DV>(v, vs, n, vFp8, prefetchAhead(sg, t, kBlock), sc);
