@@ -185,6 +185,11 @@ inline const Fp8VbmiTables& fp8VbmiTables() {
 struct Fp8VbmiLut {
     __m512i hi0, hi1, lo0, lo1, idx0, idx1;
 };
+KVSCOPE_VBMI_TARGET inline Fp8VbmiLut fp8VbmiLut() {
+    const Fp8VbmiTables& t = fp8VbmiTables();
+    return {_mm512_load_si512(t.hi),      _mm512_load_si512(t.hi + 64), _mm512_load_si512(t.lo),
+            _mm512_load_si512(t.lo + 64), _mm512_load_si512(t.idx0),    _mm512_load_si512(t.idx1)};
+}
 /// 64 codes -> bf16 words 0..31 (w0) and 32..63 (w1). A function, not a lambda in the row
 /// loop: a lambda does not inherit its enclosing function's target.
 KVSCOPE_VBMI_TARGET inline __attribute__((always_inline)) void
@@ -205,10 +210,7 @@ KVSCOPE_VBMI_TARGET __attribute__((noinline)) inline void fp8RowsToBf16Vbmi(cons
                                                                             std::int64_t stride,
                                                                             int n, int width,
                                                                             std::uint16_t* dst) {
-    const Fp8VbmiTables& t = fp8VbmiTables();
-    const Fp8VbmiLut l{_mm512_load_si512(t.hi),   _mm512_load_si512(t.hi + 64),
-                       _mm512_load_si512(t.lo),   _mm512_load_si512(t.lo + 64),
-                       _mm512_load_si512(t.idx0), _mm512_load_si512(t.idx1)};
+    const Fp8VbmiLut l = fp8VbmiLut();
     const int tail = width % 64;
     for (int i = 0; i < n; ++i) {
         const std::uint8_t* s = src + i * stride;
