@@ -236,9 +236,10 @@ KVSCOPE_AMX_TARGET __attribute__((noinline)) void interleaveV(const std::uint8_t
 }
 
 /// interleaveV for fp8 V with the VBMI decoder: the two rows of a pair are decoded 64 values
-/// at a time and interleaved in registers (CPU time, d 128, K/V in L2, g 4-32: 0.81-0.91 of
-/// decoding V into a scratch tile first and interleaving that). Only called where the CPU
-/// has VBMI (as every AMX CPU so far: Sapphire Rapids on).
+/// at a time and interleaved in registers. Against decoding V into a scratch tile first and
+/// interleaving that (CPU time, one thread, d 128, S 2048 in L2, paired passes, median
+/// ratios): g 4-16 0.95-0.97 (0.80-0.81 in the VM's slow mode), g 32 0.87-0.91. Only called
+/// where the CPU has VBMI (as every AMX CPU so far: Sapphire Rapids on).
 template <int DV>
 KVSCOPE_AMX_VBMI_TARGET __attribute__((noinline)) void
 interleaveVFp8Vbmi(const std::uint8_t* v, std::int64_t vs, int n, const Prefetch& pf,
