@@ -238,8 +238,8 @@ KVSCOPE_AMX_TARGET __attribute__((noinline)) void interleaveV(const std::uint8_t
 /// interleaveV for fp8 V with the VBMI decoder: the two rows of a pair are decoded 64 values
 /// at a time and interleaved in registers. Against decoding V into a scratch tile first and
 /// interleaving that (CPU time, one thread, d 128, S 2048 in L2, paired passes, median
-/// ratios): g 4-16 0.95-0.97 (0.80-0.81 in the VM's slow mode), g 32 0.87-0.91. Only called
-/// where the CPU has VBMI (as every AMX CPU so far: Sapphire Rapids on).
+/// ratios): g 4-16 0.80-0.99 in 23 of 24 processes (one 1.12), g 32 0.87-0.92 (NOTES.md).
+/// Only called where the CPU has VBMI (as every AMX CPU so far: Sapphire Rapids on).
 template <int DV>
 KVSCOPE_AMX_VBMI_TARGET __attribute__((noinline)) void
 interleaveVFp8Vbmi(const std::uint8_t* v, std::int64_t vs, int n, const Prefetch& pf,
