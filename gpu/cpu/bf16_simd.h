@@ -151,13 +151,6 @@ KVSCOPE_BF16_TARGET inline void fp8RowsToBf16Table(const std::uint8_t* src, std:
 /// VBMI, and GCC may emit VBMI instructions anywhere in a function whose target carries it.
 #define KVSCOPE_VBMI_TARGET __attribute__((target("avx512f,avx512bw,avx512vbmi")))
 
-/// AVX512_VBMI (vpermi2b / vpermt2b) is present; checked once.
-inline bool cpuHasVbmi() {
-    static const bool ok =
-        __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bw");
-    return ok;
-}
-
 /// The VBMI decoder's byte tables: the high and low bytes of the bf16 bits of the 128
 /// magnitudes (from fp8ToBf16Table), and the vpermt2b indices that interleave 32 low bytes
 /// (operand 0..63) with 32 high bytes (64..127) into words: byte j of idx0 is (j odd ? 64 : 0)
@@ -232,16 +225,26 @@ KVSCOPE_VBMI_TARGET __attribute__((noinline)) inline void fp8RowsToBf16Vbmi(cons
 }
 #endif
 
+/// AVX512_VBMI (vpermi2b / vpermt2b) is present (and this build has the bf16 kernel); checked
+/// once.
+inline bool cpuHasVbmi() {
+#if KVSCOPE_HAVE_BF16_KERNEL
+    static const bool ok =
+        __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bw");
+    return ok;
+#else
+    return false;
+#endif
+}
+
 /// The fp8 decoder the kernels run: VBMI where the CPU has it (and the bf16 kernel exists),
 /// else the vpermi2w table decoder. KVSCOPE_CPU_FP8=table forces the latter (A/B runs and
 /// tests); read on every call, so callers ask once per segment.
 enum class Fp8Decoder { Table, Vbmi };
 inline Fp8Decoder fp8Decoder() {
-#if KVSCOPE_HAVE_BF16_KERNEL
     const char* force = std::getenv("KVSCOPE_CPU_FP8");
     if (cpuHasVbmi() && !(force && std::strcmp(force, "table") == 0))
         return Fp8Decoder::Vbmi;
-#endif
     return Fp8Decoder::Table;
 }
 
