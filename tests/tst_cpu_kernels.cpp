@@ -1,10 +1,12 @@
 // The CPU kernels below the engine: paths the engine's random inputs do not reach.
 #include "gpu/cpu/amx_kernel.h"
+#include "gpu/cpu/bf16_simd.h"
 #include "gpu/engine.h"
 #include "gpu/numerics.h"
 
 #include <QtTest>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 using namespace kvscope::gpu;
@@ -80,6 +82,136 @@ private Q_SLOTS:
                 QVERIFY(std::abs(lse[r] - (mx + std::log2(sum))) <= 1e-2);
             }
         }
+    }
+
+    /// Both fp8 decoders (VBMI, and the vpermi2w one the kernels fall back to) against the
+    /// scalar table on a partial tile: n rows of every code (NaN 0x7f/0xff included), an odd
+    /// source stride, rows n.. zero, nothing written past the tile. Widths of the kernels
+    /// (64..576) and masked VBMI tails (32, 96); tiles of the vdpbf16ps kernel (32 rows) and
+    /// of AMX MLA (64).
+    void fp8DecodersMatchTable_data() {
+        QTest::addColumn<int>("width");
+        QTest::addColumn<int>("n");
+        QTest::addColumn<int>("rows");
+        QTest::newRow("w64 n9 of 32") << 64 << 9 << 32;
+        QTest::newRow("w128 n31 of 32") << 128 << 31 << 32;
+        QTest::newRow("w256 n2 of 32") << 256 << 2 << 32;
+        QTest::newRow("w576 n33 of 64") << 576 << 33 << 64;
+        QTest::newRow("w32 n9 of 32") << 32 << 9 << 32;
+        QTest::newRow("w96 n5 of 32") << 96 << 5 << 32;
+    }
+    void fp8DecodersMatchTable() {
+#if KVSCOPE_HAVE_BF16_KERNEL
+        QFETCH(int, width);
+        QFETCH(int, n);
+        QFETCH(int, rows);
+        if (!detail::cpu::cpuHasBf16Dot())
+            QSKIP("this CPU has no AVX512_BF16 kernel");
+        const int stride = width + 7;
+        std::vector<std::uint8_t> src(std::size_t(n) * stride);
+        for (int i = 0; i < n; ++i)
+            for (int j = 0; j < width; ++j)
+                src[std::size_t(i) * stride + j] = std::uint8_t((i * width + j) * 37 + 11);
+        const std::uint16_t* table = detail::cpu::fp8ToBf16Table();
+        int codes = 0; // distinct codes seen: every one of the 256 when n * width >= 256
+        for (int c = 0; c < 256; ++c)
+            for (int i = 0; i < n; ++i)
+                if (std::memchr(&src[std::size_t(i) * stride], c, std::size_t(width))) {
+                    ++codes;
+                    break;
+                }
+        QCOMPARE(codes, std::min(256, n * width));
+        using detail::cpu::Fp8Decoder;
+        for (const Fp8Decoder dec : {Fp8Decoder::Table, Fp8Decoder::Vbmi}) {
+            if (dec == Fp8Decoder::Vbmi && !detail::cpu::cpuHasVbmi())
+                continue;
+            const int tile = rows * width;
+            std::vector<std::uint16_t> dst(std::size_t(tile + 64), 0xaaaa);
+            detail::cpu::stageFp8Rows(src.data(), stride, n, rows, width, dst.data(), dec);
+            for (int e = 0; e < tile + 64; ++e) {
+                const int i = e / width, j = e % width;
+                const std::uint16_t want = e >= tile ? 0xaaaa
+                                           : i >= n  ? 0
+                                                     : table[src[std::size_t(i) * stride + j]];
+                QVERIFY2(dst[std::size_t(e)] == want,
+                         qPrintable(QStringLiteral("%1 decoder, row %2 col %3: %4 vs %5")
+                                        .arg(dec == Fp8Decoder::Vbmi ? QStringLiteral("vbmi")
+                                                                     : QStringLiteral("table"))
+                                        .arg(i)
+                                        .arg(j)
+                                        .arg(dst[std::size_t(e)], 0, 16)
+                                        .arg(want, 0, 16)));
+            }
+        }
+#else
+        QSKIP("this build has no AVX512_BF16 kernel");
+#endif
+    }
+
+    /// Both fp8 kernels give the same bits with either decoder (KVSCOPE_CPU_FP8=table forces
+    /// the vpermi2w one; the default is VBMI where the CPU has it): every non-NaN code in K
+    /// and V, partial last tiles, GQA (AMX: V staged by the VBMI decoder) and MLA (V = the
+    /// staged K).
+    void fp8KernelsMatchAcrossDecoders_data() {
+        QTest::addColumn<bool>("amx");
+        QTest::addColumn<int>("keyDim");
+        QTest::addColumn<int>("valueDim");
+        QTest::addColumn<int>("rows");
+        QTest::addColumn<int>("tokens");
+        for (const bool amx : {false, true}) {
+            const std::string k = amx ? "amx " : "bf16dot ";
+            QTest::newRow((k + "gqa d64 r5 S33").c_str()) << amx << 64 << 64 << 5 << 33;
+            QTest::newRow((k + "gqa d128 r2 S100").c_str()) << amx << 128 << 128 << 2 << 100;
+            QTest::newRow((k + "gqa d256 r8 S31").c_str()) << amx << 256 << 256 << 8 << 31;
+            QTest::newRow((k + "mla r3 S70").c_str()) << amx << 576 << 512 << 3 << 70;
+        }
+    }
+    void fp8KernelsMatchAcrossDecoders() {
+        QFETCH(bool, amx);
+        QFETCH(int, keyDim);
+        QFETCH(int, valueDim);
+        QFETCH(int, rows);
+        QFETCH(int, tokens);
+        if (amx ? !detail::cpuHasAmxKernel() : !detail::cpu::cpuHasBf16Dot())
+            QSKIP("this CPU has no such kernel");
+        const bool mla = keyDim != valueDim;
+        std::vector<std::uint8_t> k(std::size_t(tokens) * keyDim), v(k.size());
+        for (std::size_t i = 0; i < k.size(); ++i) {
+            k[i] = std::uint8_t(i * 37 + 11);
+            v[i] = std::uint8_t(i * 53 + 5);
+            for (std::uint8_t* x : {&k[i], &v[i]})
+                if ((*x & 0x7f) == 0x7f) // NaN
+                    *x = std::uint8_t(*x - 1);
+        }
+        std::vector<std::uint16_t> q(std::size_t(rows) * keyDim);
+        for (std::size_t i = 0; i < q.size(); ++i)
+            q[i] = num::floatToBf16(float(int(i * 29 % 31) - 15) / 16.0f);
+        const auto run = [&](const char* fp8Env, std::vector<float>& out, std::vector<float>& lse) {
+            if (fp8Env)
+                qputenv("KVSCOPE_CPU_FP8", fp8Env);
+            out.assign(std::size_t(rows) * valueDim, std::nanf(""));
+            lse.assign(std::size_t(rows), std::nanf(""));
+            detail::cpu::SegmentBf16 sg{
+                q.data(),         rows,   k.data(),   mla ? k.data() : v.data(),
+                keyDim,           keyDim, 0,          tokens,
+                KvDtype::Fp8E4m3, 1e-4f,  out.data(), lse.data()};
+            detail::cpu::ScratchAmx sa;
+            detail::cpu::ScratchBf16 sb;
+            const bool ran = amx ? detail::cpu::attendAmx(sg, keyDim, valueDim, sa)
+                                 : detail::cpu::attendBf16(sg, keyDim, valueDim, sb);
+            qunsetenv("KVSCOPE_CPU_FP8");
+            return ran;
+        };
+        std::vector<float> out, lse, outTable, lseTable;
+        QVERIFY(run(nullptr, out, lse));
+        QVERIFY(run("table", outTable, lseTable));
+        for (const float x : out)
+            QVERIFY(std::isfinite(x));
+        QVERIFY(std::memcmp(out.data(), outTable.data(), out.size() * sizeof(float)) == 0);
+        QVERIFY(std::memcmp(lse.data(), lseTable.data(), lse.size() * sizeof(float)) == 0);
+        // The default is the VBMI decoder where the CPU has it: the comparison is not vacuous.
+        QCOMPARE(detail::cpu::fp8Decoder() == detail::cpu::Fp8Decoder::Vbmi,
+                 bool(detail::cpu::cpuHasVbmi()));
     }
 };
 

@@ -47,22 +47,19 @@ KVSCOPE_BF16_TARGET inline __attribute__((always_inline)) __m512 transposeSum16(
 
 constexpr std::int64_t kBf16Tile = 32; // tokens per tile: two 16-lane score vectors per row
 
-/// Copies (bf16) or decodes (fp8) n <= kBf16Tile token rows into a kBf16Tile-row tile whose
-/// rows past n are zero. width is a multiple of 32.
+/// Copies (bf16) or decodes (fp8, with `dec`) n <= kBf16Tile token rows into a kBf16Tile-row
+/// tile whose rows past n are zero. width is a multiple of 32.
 KVSCOPE_BF16_TARGET void stageTile(const std::uint8_t* src, std::int64_t srcStride, int n,
-                                   int width, bool fp8, AlignedVector<std::uint16_t>& dst) {
+                                   int width, bool fp8, Fp8Decoder dec,
+                                   AlignedVector<std::uint16_t>& dst) {
     dst.resize(std::size_t(kBf16Tile * width));
-    std::fill(dst.begin() + std::ptrdiff_t(n) * width, dst.end(), std::uint16_t(0));
-    if (!fp8) {
-        for (int i = 0; i < n; ++i)
-            std::memcpy(dst.data() + i * width, src + i * srcStride, std::size_t(width) * 2);
+    if (fp8) {
+        stageFp8Rows(src, srcStride, n, int(kBf16Tile), width, dst.data(), dec);
         return;
     }
-    const Fp8Lut lut = fp8Lut();
+    std::fill(dst.begin() + std::ptrdiff_t(n) * width, dst.end(), std::uint16_t(0));
     for (int i = 0; i < n; ++i)
-        for (int j = 0; j < width; j += 32)
-            _mm512_storeu_si512(dst.data() + i * width + j,
-                                fp8x32ToBf16(src + i * srcStride + j, lut));
+        std::memcpy(dst.data() + i * width, src + i * srcStride, std::size_t(width) * 2);
 }
 
 /// O[r..r+RB) = alpha * O + P V over `pairs` token pairs of the tile. V rows 2p and 2p+1 are
@@ -233,21 +230,21 @@ struct TileRows {
 };
 template <int DK, int DV>
 KVSCOPE_BF16_TARGET inline TileRows tileRows(const SegmentBf16& sg, std::int64_t t, int n,
-                                             ScratchBf16& sc) {
+                                             Fp8Decoder dec, ScratchBf16& sc) {
     constexpr int T = int(kBf16Tile);
     TileRows tr{sg.keys + t * sg.keyRowBytes, sg.keyRowBytes, sg.values + t * sg.valueRowBytes,
                 sg.valueRowBytes};
     const bool fp8 = sg.dtype != KvDtype::Bf16;
     if (!fp8 && n == T)
         return tr;
-    stageTile(tr.k, sg.keyRowBytes, n, DK, fp8, sc.kTile);
+    stageTile(tr.k, sg.keyRowBytes, n, DK, fp8, dec, sc.kTile);
     tr.k = reinterpret_cast<const std::uint8_t*>(sc.kTile.data());
     tr.kStride = DK * 2;
     if (sg.values == sg.keys) {
         tr.v = tr.k;
         tr.vStride = tr.kStride;
     } else {
-        stageTile(tr.v, sg.valueRowBytes, n, DV, fp8, sc.vTile);
+        stageTile(tr.v, sg.valueRowBytes, n, DV, fp8, dec, sc.vTile);
         tr.v = reinterpret_cast<const std::uint8_t*>(sc.vTile.data());
         tr.vStride = DV * 2;
     }
@@ -318,9 +315,10 @@ KVSCOPE_BF16_TARGET void attendBf16Impl(const SegmentBf16& sg, ScratchBf16& sc) 
     sc.lVec.assign(std::size_t(R * 16), 0.0f);
     sc.s.resize(std::size_t(R * T));
     sc.p.resize(std::size_t(R * T / 2));
+    const Fp8Decoder dec = sg.dtype != KvDtype::Bf16 ? fp8Decoder() : Fp8Decoder::Table;
     for (std::int64_t t = sg.t0; t < sg.t1; t += T) {
         const int n = int(std::min<std::int64_t>(T, sg.t1 - t));
-        const TileRows tr = tileRows<DK, DV>(sg, t, n, sc);
+        const TileRows tr = tileRows<DK, DV>(sg, t, n, dec, sc);
         // Optional software prefetch spread over the P·V pass (bf16_simd.h's Prefetch, off by
         // default). On the AMD VM of earlier sessions bursts of 2 x 128 prefetches per tile
         // cost 1.4-1.9x and spread ones changed nothing.
@@ -346,17 +344,20 @@ KVSCOPE_BF16_TARGET void attendBf16Impl(const SegmentBf16& sg, ScratchBf16& sc) 
     finishRows<DV>(sg, sc);
 }
 
-/// The first fp8 code whose vector conversion differs from the scalar table, or -1.
+/// The first fp8 code that either vector decoder (the vpermi2w table one, and the VBMI one
+/// where the CPU has it) converts differently from the scalar table, or -1.
 KVSCOPE_BF16_TARGET int fp8VectorMismatchImpl() {
     alignas(64) std::uint8_t codes[256];
     for (int i = 0; i < 256; ++i)
         codes[i] = std::uint8_t(i);
-    const Fp8Lut lut = fp8Lut();
-    alignas(64) std::uint16_t out[256];
-    for (int j = 0; j < 256; j += 32)
-        _mm512_storeu_si512(out + j, fp8x32ToBf16(codes + j, lut));
+    alignas(64) std::uint16_t table[256], vbmi[256];
+    fp8RowsToBf16Table(codes, 256, 1, 256, table);
+    if (cpuHasVbmi())
+        fp8RowsToBf16Vbmi(codes, 256, 1, 256, vbmi);
+    else
+        std::memcpy(vbmi, fp8ToBf16Table(), sizeof vbmi);
     for (int i = 0; i < 256; ++i)
-        if (out[i] != fp8ToBf16Table()[i])
+        if (table[i] != fp8ToBf16Table()[i] || vbmi[i] != fp8ToBf16Table()[i])
             return i;
     return -1;
 }

@@ -1,5 +1,6 @@
 // Vector helpers shared by the bf16 dot-product kernel and the AMX kernel: fp8 e4m3 -> bf16
-// (exact), 2^x for x <= 0, and the __m512i -> __m512bh cast.
+// (exact; AVX512_VBMI where present, else vpermi2w), 2^x for x <= 0, and the __m512i ->
+// __m512bh cast.
 #pragma once
 
 #include "gpu/cpu/bf16_kernel.h"
@@ -133,6 +134,130 @@ KVSCOPE_BF16_TARGET inline __m512i fp8x32ToBf16(const std::uint8_t* src, const F
     const __mmask32 upper = _mm512_test_epi16_mask(w, _mm512_set1_epi16(0x40));
     const __m512i sign = _mm512_slli_epi16(_mm512_and_si512(w, _mm512_set1_epi16(0x80)), 8);
     return _mm512_or_si512(_mm512_mask_blend_epi16(upper, lo, hi), sign);
+}
+
+/// n rows of `width` fp8 codes (width a multiple of 32, rows `stride` bytes apart) -> bf16
+/// rows of `width` values at dst, 32 values per step: the fallback for CPUs without VBMI.
+KVSCOPE_BF16_TARGET inline void fp8RowsToBf16Table(const std::uint8_t* src, std::int64_t stride,
+                                                   int n, int width, std::uint16_t* dst) {
+    const Fp8Lut lut = fp8Lut();
+    for (int i = 0; i < n; ++i)
+        for (int j = 0; j < width; j += 32)
+            _mm512_storeu_si512(dst + std::ptrdiff_t(i) * width + j,
+                                fp8x32ToBf16(src + i * stride + j, lut));
+}
+
+/// AVX512_VBMI only here, never in KVSCOPE_BF16_TARGET: Cooper Lake has AVX512_BF16 but no
+/// VBMI, and GCC may emit VBMI instructions anywhere in a function whose target carries it.
+#define KVSCOPE_VBMI_TARGET __attribute__((target("avx512f,avx512bw,avx512vbmi")))
+
+/// The VBMI decoder's byte tables: the high and low bytes of the bf16 bits of the 128
+/// magnitudes (from fp8ToBf16Table), and the vpermt2b indices that interleave 32 low bytes
+/// (operand 0..63) with 32 high bytes (64..127) into words: byte j of idx0 is (j odd ? 64 : 0)
+/// + j / 2, idx1 the same + 32.
+struct Fp8VbmiTables {
+    alignas(64) std::uint8_t hi[128], lo[128], idx0[64], idx1[64];
+};
+inline const Fp8VbmiTables& fp8VbmiTables() {
+    static const Fp8VbmiTables tables = [] {
+        Fp8VbmiTables t{};
+        for (int i = 0; i < 128; ++i) {
+            t.hi[i] = std::uint8_t(fp8ToBf16Table()[i] >> 8);
+            t.lo[i] = std::uint8_t(fp8ToBf16Table()[i] & 0xff);
+        }
+        for (int j = 0; j < 64; ++j) {
+            t.idx0[j] = std::uint8_t((j & 1 ? 64 : 0) + j / 2);
+            t.idx1[j] = std::uint8_t(t.idx0[j] + 32);
+        }
+        return t;
+    }();
+    return tables;
+}
+
+/// The tables in registers.
+struct Fp8VbmiLut {
+    __m512i hi0, hi1, lo0, lo1, idx0, idx1;
+};
+KVSCOPE_VBMI_TARGET inline Fp8VbmiLut fp8VbmiLut() {
+    const Fp8VbmiTables& t = fp8VbmiTables();
+    return {_mm512_load_si512(t.hi),      _mm512_load_si512(t.hi + 64), _mm512_load_si512(t.lo),
+            _mm512_load_si512(t.lo + 64), _mm512_load_si512(t.idx0),    _mm512_load_si512(t.idx1)};
+}
+/// 64 codes -> bf16 words 0..31 (w0) and 32..63 (w1). A function, not a lambda in the row
+/// loop: a lambda does not inherit its enclosing function's target.
+KVSCOPE_VBMI_TARGET inline __attribute__((always_inline)) void
+fp8x64ToBf16Vbmi(__m512i c, const Fp8VbmiLut& l, __m512i& w0, __m512i& w1) {
+    const __m512i lo = _mm512_permutex2var_epi8(l.lo0, c, l.lo1);
+    const __m512i hi = _mm512_ternarylogic_epi32( // hi | (c & 0x80)
+        _mm512_permutex2var_epi8(l.hi0, c, l.hi1), c, _mm512_set1_epi8(char(0x80)), 0xf8);
+    w0 = _mm512_permutex2var_epi8(lo, l.idx0, hi);
+    w1 = _mm512_permutex2var_epi8(lo, l.idx1, hi);
+}
+
+/// As fp8RowsToBf16Table, 64 values per step and any width: vpermi2b looks up the high and
+/// the low byte of each magnitude (bit 7 of the code is ignored by the 128-entry lookup), a
+/// ternary-logic op ORs the code's sign bit into the high byte, and two vpermt2b interleave
+/// the bytes into 64 bf16 words. The last step of a row (width % 64 values) is masked. Exact:
+/// the same bits as the scalar table for all 256 codes (fp8VectorMismatch checks them).
+KVSCOPE_VBMI_TARGET __attribute__((noinline)) inline void fp8RowsToBf16Vbmi(const std::uint8_t* src,
+                                                                            std::int64_t stride,
+                                                                            int n, int width,
+                                                                            std::uint16_t* dst) {
+    const Fp8VbmiLut l = fp8VbmiLut();
+    const int tail = width % 64;
+    for (int i = 0; i < n; ++i) {
+        const std::uint8_t* s = src + i * stride;
+        std::uint16_t* d = dst + std::ptrdiff_t(i) * width;
+        __m512i w0, w1;
+        int j = 0;
+        for (; j + 64 <= width; j += 64) {
+            fp8x64ToBf16Vbmi(_mm512_loadu_si512(s + j), l, w0, w1);
+            _mm512_storeu_si512(d + j, w0);
+            _mm512_storeu_si512(d + j + 32, w1);
+        }
+        if (tail) {
+            fp8x64ToBf16Vbmi(_mm512_maskz_loadu_epi8((1ull << tail) - 1, s + j), l, w0, w1);
+            _mm512_mask_storeu_epi16(d + j, __mmask32((1ull << std::min(tail, 32)) - 1), w0);
+            if (tail > 32)
+                _mm512_mask_storeu_epi16(d + j + 32, __mmask32((1ull << (tail - 32)) - 1), w1);
+        }
+    }
+}
+#endif
+
+/// AVX512_VBMI (vpermi2b / vpermt2b) is present (and this build has the bf16 kernel); checked
+/// once.
+inline bool cpuHasVbmi() {
+#if KVSCOPE_HAVE_BF16_KERNEL
+    static const bool ok =
+        __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bw");
+    return ok;
+#else
+    return false;
+#endif
+}
+
+/// The fp8 decoder the kernels run: VBMI where the CPU has it (and the bf16 kernel exists),
+/// else the vpermi2w table decoder. KVSCOPE_CPU_FP8=table forces the latter (A/B runs and
+/// tests); read on every call, so callers ask once per segment.
+enum class Fp8Decoder { Table, Vbmi };
+inline Fp8Decoder fp8Decoder() {
+    const char* force = std::getenv("KVSCOPE_CPU_FP8");
+    if (cpuHasVbmi() && !(force && std::strcmp(force, "table") == 0))
+        return Fp8Decoder::Vbmi;
+    return Fp8Decoder::Table;
+}
+
+#if KVSCOPE_HAVE_BF16_KERNEL
+/// n <= rows fp8 rows of `width` codes (a multiple of 32) decoded exactly into a `rows`-row
+/// bf16 tile at dst whose rows past n are zero. Requires the bf16 kernel's CPU (AVX512_BF16).
+inline void stageFp8Rows(const std::uint8_t* src, std::int64_t stride, int n, int rows, int width,
+                         std::uint16_t* dst, Fp8Decoder dec) {
+    std::memset(dst + std::ptrdiff_t(n) * width, 0, std::size_t(rows - n) * std::size_t(width) * 2);
+    if (dec == Fp8Decoder::Vbmi)
+        fp8RowsToBf16Vbmi(src, stride, n, width, dst);
+    else
+        fp8RowsToBf16Table(src, stride, n, width, dst);
 }
 #endif
 
