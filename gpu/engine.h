@@ -38,6 +38,14 @@ public:
             (void)readKernel;
         return false;
     }
+    /// One piece of about `pointBytes` of cold memory read by the `which`-th best read kernel
+    /// of the family (which = 0, 1, ...; it wraps): the ceiling paired with one timed repeat.
+    /// False when the engine reads no pieces.
+    virtual bool ceilingPiece(int which, double pointBytes, double* readBytesPerSecond,
+                              std::string* readKernel) {
+        (void)which, (void)pointBytes, (void)readBytesPerSecond, (void)readKernel;
+        return false;
+    }
     /// Bytes of cache to defeat when rotating input sets (L2 or LLC).
     virtual std::int64_t cacheBytes() const = 0;
     /// Memory this engine may use for input sets, bytes.

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <random>
 
 namespace kvscope::gpu::detail {
@@ -329,21 +330,20 @@ private:
         double bestScore = std::numeric_limits<double>::infinity();
         for (int attempt = 1; attempt <= kAttempts; ++attempt) {
             Measurement a = *m;
-            std::string kernel;
+            std::string before, after;
             const bool spots = engine_->spotCeilings(s.dtype, a.bytes, &a.readCeilingBefore,
-                                                     &a.peakBefore, &kernel);
+                                                     &a.peakBefore, &before);
             if (auto e = timeRepeats(sets, &a); !e.empty())
                 return e;
-            if (spots && engine_->spotCeilings(s.dtype, a.bytes, &a.readCeilingAfter, &a.peakAfter,
-                                               &a.readCeilingKernel)) {
-                if (a.readCeilingBefore > a.readCeilingAfter)
-                    a.readCeilingKernel = kernel;
-            }
+            if (spots &&
+                engine_->spotCeilings(s.dtype, a.bytes, &a.readCeilingAfter, &a.peakAfter,
+                                      &after) &&
+                a.readCeilingPaired == 0)
+                a.readCeilingKernel = a.readCeilingBefore > a.readCeilingAfter ? before : after;
             a.attempts = attempt;
+            const double spotMax = std::max(a.readCeilingBefore, a.readCeilingAfter);
             const double shift =
-                a.readCeiling() > 0
-                    ? std::abs(a.readCeilingAfter - a.readCeilingBefore) / a.readCeiling()
-                    : 0;
+                spotMax > 0 ? std::abs(a.readCeilingAfter - a.readCeilingBefore) / spotMax : 0;
             const double score = std::max(a.spread() / kMaxSpread, shift / kMaxCeilingShift);
             if (score < bestScore) {
                 bestScore = score;
@@ -359,11 +359,22 @@ private:
     }
 
     /// At least kMinRepeats repeats and kMinSeconds in all (at most kMaxRepeats): median,
-    /// fastest and slowest.
+    /// fastest and slowest; with a ceiling piece before every repeat and after the last when
+    /// the engine reads them (pairRepeats).
     std::string timeRepeats(int sets, Measurement* m) {
-        std::vector<double> times;
+        std::vector<double> times, pieces;
+        std::vector<std::string> pieceKernels;
+        auto piece = [&] {
+            double v = 0;
+            std::string k;
+            if (engine_->ceilingPiece(int(pieces.size()), m->bytes, &v, &k) && v > 0) {
+                pieces.push_back(v);
+                pieceKernels.push_back(k);
+            }
+        };
         double total = 0;
         for (int r = 0; r < kMaxRepeats && (r < kMinRepeats || total < kMinSeconds); ++r) {
+            piece();
             double t = 0;
             if (auto e = engine_->timeRun(r % sets, &t); !e.empty())
                 return e;
@@ -372,13 +383,39 @@ private:
             times.push_back(t);
             total += t;
         }
+        piece();
         m->repeats = int(times.size());
         m->medianSeconds = median(times);
         m->minSeconds = *std::min_element(times.begin(), times.end());
         m->maxSeconds = *std::max_element(times.begin(), times.end());
         m->bytesPerSecond = m->bytes / m->medianSeconds;
         m->flopPerSecond = m->flops / m->medianSeconds;
+        if (pieces.size() == times.size() + 1)
+            pairRepeats(times, pieces, pieceKernels, m);
         return {};
+    }
+
+    /// Each repeat against the faster of the pieces right before and right after it: the
+    /// median of the repeats' fractions of their ceilings gives the paired ceiling, and the
+    /// kernel that gave most repeats their ceiling is named.
+    static void pairRepeats(const std::vector<double>& times, const std::vector<double>& pieces,
+                            const std::vector<std::string>& kernels, Measurement* m) {
+        std::vector<double> fractions;
+        std::map<std::string, int> wins;
+        for (std::size_t r = 0; r < times.size(); ++r) {
+            const std::size_t best = pieces[r] >= pieces[r + 1] ? r : r + 1;
+            fractions.push_back(m->bytes / times[r] / pieces[best]);
+            ++wins[kernels[best]];
+        }
+        const double fraction = median(fractions);
+        if (!(fraction > 0))
+            return;
+        m->readCeilingPaired = m->bytesPerSecond / fraction;
+        m->pairedPieces = int(pieces.size());
+        m->readCeilingKernel =
+            std::max_element(wins.begin(), wins.end(), [](const auto& a, const auto& b) {
+                return a.second < b.second;
+            })->first;
     }
 
     static constexpr double kRotation = 4.0; // input sets' total over the last cache

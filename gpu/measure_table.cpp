@@ -101,9 +101,12 @@ std::string measureTableFooter(const std::vector<Measurement>& points, const Cei
     std::string out =
         "\nmin / median / max us: fastest, median and slowest of the timed repeats; spread: (max - "
         "min) / median (over 50%, or ceilings before and after more than 20% apart: timed again). "
-        "ceil GB/s: the read ceiling measured right before and after the point (the max of the "
-        "two). "
-        "%read = achieved bytes/s over it; %roof = achieved FLOP/s over min(peak for the dtype, "
+        "ceil GB/s: the read ceiling paired with the repeats (before every repeat and after the "
+        "last, one piece of the same bytes read by the family's best kernels in turn; each "
+        "repeat against the faster of its two neighbours; without pieces, the max of the "
+        "ceilings right before and after the point). "
+        "%read = achieved bytes/s over it (with pieces, the median of the repeats' fractions); "
+        "%roof = achieved FLOP/s over min(peak for the dtype, "
         "intensity x read ceiling); bound: which of the two is lower. Bytes count the KV read "
         "once plus Q in and O out.\n";
     if (above)

@@ -51,6 +51,10 @@ json pointToJson(const Measurement& m) {
         p["peak_after_flop_per_s"] = m.peakAfter;
         p["read_ceiling_kernel"] = m.readCeilingKernel;
     }
+    if (m.readCeilingPaired > 0) {
+        p["read_ceiling_paired_bytes_per_s"] = m.readCeilingPaired;
+        p["paired_pieces"] = m.pairedPieces;
+    }
     return p;
 }
 
@@ -200,10 +204,13 @@ bool readPointExtras(const json& p, const std::string& path, Reader& r, Measurem
         !optionalNumber(p, path, "read_ceiling_before_bytes_per_s", r, &m->readCeilingBefore) ||
         !optionalNumber(p, path, "read_ceiling_after_bytes_per_s", r, &m->readCeilingAfter) ||
         !optionalNumber(p, path, "peak_before_flop_per_s", r, &m->peakBefore) ||
-        !optionalNumber(p, path, "peak_after_flop_per_s", r, &m->peakAfter))
+        !optionalNumber(p, path, "peak_after_flop_per_s", r, &m->peakAfter) ||
+        !optionalNumber(p, path, "read_ceiling_paired_bytes_per_s", r, &m->readCeilingPaired))
         return false;
     if (auto it = p.find("attempts"); it != p.end() && it->is_number_integer())
         m->attempts = it->get<int>();
+    if (auto it = p.find("paired_pieces"); it != p.end() && it->is_number_integer())
+        m->pairedPieces = it->get<int>();
     if (auto it = p.find("input_sets"); it != p.end() && it->is_number_integer())
         m->inputSets = it->get<int>();
     if (auto it = p.find("unstable"); it != p.end() && it->is_boolean())

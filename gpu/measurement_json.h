@@ -23,7 +23,9 @@
 //     wide on every attempt), "input_sets", "input_set_bytes" (the rotation),
 //     "read_ceiling_before_bytes_per_s", "read_ceiling_after_bytes_per_s",
 //     "peak_before_flop_per_s", "peak_after_flop_per_s", "read_ceiling_kernel" (the ceilings
-//     measured right before and after the point), and "placement" (written, not read back):
+//     measured right before and after the point), "read_ceiling_paired_bytes_per_s" and
+//     "paired_pieces" (the read ceiling paired with the repeats, Measurement::readCeilingPaired:
+//     the point's ceiling when present), and "placement" (written, not read back):
 //     {"read_ceiling_bytes_per_s", "peak_flop_per_s", "roof_flop_per_s", "fraction_of_read",
 //     "fraction_of_roof", "bound": "memory" | "compute", "above_ceiling"}.
 //   "steps" (top level, optional: `measure --step`): whole decode steps of a scaled layer stack,

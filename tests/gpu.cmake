@@ -15,6 +15,12 @@ kvscope_add_qtest(NAME tst_cpu_kernels
                   LIBS kvscope_gpu
                   LABELS gpu)
 
+# The harness's pairing of repeats with read-ceiling pieces, on a scripted engine.
+kvscope_add_qtest(NAME tst_harness
+                  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/tst_harness.cpp
+                  LIBS kvscope_gpu
+                  LABELS gpu)
+
 if(KVSCOPE_WITH_CUDA)
     add_executable(tst_cuda_backend ${CMAKE_CURRENT_SOURCE_DIR}/tst_cuda_backend.cpp)
     target_link_libraries(tst_cuda_backend PRIVATE Qt6::Test kvscope_gpu)

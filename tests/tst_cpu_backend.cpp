@@ -367,9 +367,9 @@ private Q_SLOTS:
                                     .arg(c.readBytesPerSecond)));
     }
 
-    /// No measured point sits above the ceilings measured right before and after it by more
-    /// than the tolerance, on every variant and dtype; and its inputs rotate through sets whose
-    /// total is several times the last cache.
+    /// No measured point sits above its read ceiling (paired with its repeats) or its roof by
+    /// more than the tolerance, on every variant and dtype; and its inputs rotate through sets
+    /// whose total is several times the last cache.
     void noPointAboveItsCeiling_data() {
         // One row per kernel path (vdpbf16ps MHA, AMX GQA-8 / MQA / MLA, fp8 decoded on both,
         // the portable kernel in fp16 and fp32): the ceilings and the rotation are the same
@@ -391,6 +391,8 @@ private Q_SLOTS:
         QVERIFY2(m.ok, m.error.c_str());
         QVERIFY(m.readCeilingBefore > 0 && m.readCeilingAfter > 0);
         QVERIFY(m.peakBefore > 0 && m.peakAfter > 0);
+        QCOMPARE(m.pairedPieces, m.repeats + 1); // a ceiling piece around every repeat
+        QCOMPARE(m.readCeiling(), m.readCeilingPaired);
         QVERIFY(!m.readCeilingKernel.empty());
         QVERIFY(m.minSeconds <= m.medianSeconds && m.medianSeconds <= m.maxSeconds);
         const RoofPlacement r = placeOnRoof(m, m.readCeiling(), m.peakCeiling());
@@ -475,6 +477,9 @@ private Q_SLOTS:
         QCOMPARE(p.readCeilingAfter, m.readCeilingAfter);
         QCOMPARE(p.peakAfter, m.peakAfter);
         QCOMPARE(p.readCeilingKernel, m.readCeilingKernel);
+        QVERIFY(m.readCeilingPaired > 0);
+        QCOMPARE(p.readCeilingPaired, m.readCeilingPaired);
+        QCOMPARE(p.pairedPieces, m.pairedPieces);
         QCOMPARE(p.inputSets, m.inputSets);
         QCOMPARE(p.unstable, m.unstable);
         QCOMPARE(back.ceilings.l2ReadBytesPerSecond, 1.2e11);

@@ -278,12 +278,21 @@ Ceilings CeilingMeter::measure(const Progress& progress) {
 /// 2x the LLC of the buffer (at least 256 MiB) read once in consecutive pieces of pieceBytes
 /// (each split among the threads): the fastest piece's bytes/s. Every piece is cold: it was
 /// last read a whole spot measurement and a point's rotation (4x the LLC) ago.
+/// The spot pieces' part of the buffer: its first 2x LLC (at least 256 MiB).
+std::int64_t CeilingMeter::spotSpan() const {
+    return std::clamp<std::int64_t>(2 * llc_, 256ll << 20, bufferBytes_);
+}
+
+std::int64_t CeilingMeter::pieceBytesPerThread(unsigned threads, std::int64_t pieceBytes) const {
+    return roundDown(
+        std::clamp<std::int64_t>(pieceBytes / threads, 1 << 20, bufferBytes_ / threads),
+        kReadGranule);
+}
+
 double CeilingMeter::fastestPiece(const ReadKernel& k, unsigned threads, std::int64_t pieceBytes) {
-    const std::int64_t perThread =
-        roundDown(std::clamp<std::int64_t>(pieceBytes / threads, 1 << 20, bufferBytes_ / threads),
-                  kReadGranule);
+    const std::int64_t perThread = pieceBytesPerThread(threads, pieceBytes);
     const std::int64_t piece = perThread * threads;
-    const std::int64_t span = std::clamp<std::int64_t>(2 * llc_, 256ll << 20, bufferBytes_);
+    const std::int64_t span = spotSpan();
     double best = 0;
     for (std::int64_t off = 0; off + piece <= std::max(span, piece); off += piece)
         best = std::max(best, timeRead(k, threads, perThread, 1, 1, off));
@@ -307,6 +316,26 @@ bool CeilingMeter::spot(ComputeUnit unit, double pointBytes, double* read, doubl
     const std::size_t w = winner_[int(unit)];
     const ComputeKernel& k = computes_[computes_[w].unit == unit ? w : winner_[0]];
     *peak = timeCompute(k, k.unit == ComputeUnit::Amx ? 125'000 / 16 : 125'000, 16);
+    return true;
+}
+
+bool CeilingMeter::piece(int which, double pointBytes, double* read, std::string* kernel) {
+    if (!measured_ && !measure({}).ok)
+        return false;
+    const std::size_t n = std::min<std::size_t>(kSpotKernels, rankedReads_.size());
+    if (n == 0)
+        return false;
+    const Ranked& r = rankedReads_[std::size_t(which) % n];
+    const std::int64_t perThread = pieceBytesPerThread(r.threads, std::int64_t(pointBytes));
+    const std::int64_t bytes = perThread * r.threads;
+    // Paired pieces walk the part of the buffer the spot pieces (the first 2x LLC) leave, when
+    // there is one, so a piece never reads what the spot measurement before the point just read.
+    const std::int64_t start = bufferBytes_ - spotSpan() >= bytes ? spotSpan() : 0;
+    if (pieceCursor_ < start || pieceCursor_ + bytes > bufferBytes_)
+        pieceCursor_ = start;
+    *read = timeRead(reads_[r.kernel], r.threads, perThread, 1, 1, pieceCursor_);
+    *kernel = reads_[r.kernel].name + " x" + std::to_string(r.threads);
+    pieceCursor_ += bytes;
     return true;
 }
 

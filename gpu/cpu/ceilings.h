@@ -45,6 +45,11 @@ public:
     bool spot(ComputeUnit unit, double pointBytes, double* readBytesPerSecond,
               double* peakFlopPerSecond, std::string* readKernel);
 
+    /// One piece of about `pointBytes` (at least 1 MiB per thread) read by the `which`-th of
+    /// the best read kernels (wrapping) at a cursor that walks the buffer, so each piece is
+    /// cold: the last read of its bytes was a whole buffer (4x the LLC) ago.
+    bool piece(int which, double pointBytes, double* readBytesPerSecond, std::string* readKernel);
+
     /// The winning chain kernel's FLOP/s of a unit in the last measure() (FMA's if the unit was
     /// not measured).
     double unitPeak(ComputeUnit unit) const;
@@ -59,6 +64,8 @@ private:
     double timeRead(const ReadKernel& k, unsigned threads, std::int64_t bytesPerThread, int passes,
                     int reps, std::int64_t offset = 0);
     double fastestPiece(const ReadKernel& k, unsigned threads, std::int64_t pieceBytes);
+    std::int64_t pieceBytesPerThread(unsigned threads, std::int64_t pieceBytes) const;
+    std::int64_t spotSpan() const;
     double timeCompute(const ComputeKernel& k, std::int64_t iterations, int reps);
     void measureDram(Ceilings& c, const Progress& progress);
     double measureResident(std::int64_t bytesPerThread, int passes);
@@ -70,6 +77,7 @@ private:
     std::vector<ComputeKernel> computes_;
     Buffer buffer_;
     std::int64_t bufferBytes_ = 0;
+    std::int64_t pieceCursor_ = 0;    // where the next paired piece starts
     std::vector<Ranked> rankedReads_; // best first
     std::size_t winnerFor(KvDtype d) const;
     std::size_t winner_[3] = {0, 0, 0}; // per ComputeUnit

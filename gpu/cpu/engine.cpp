@@ -77,6 +77,10 @@ public:
                               peak, kernel);
     }
 
+    bool ceilingPiece(int which, double pointBytes, double* read, std::string* kernel) override {
+        return ceilings_.piece(which, pointBytes, read, kernel);
+    }
+
     std::string prepare(const DecodeShape& s, int sets, std::uint64_t seed) override {
         release();
         shape_ = s;
