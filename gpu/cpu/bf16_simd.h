@@ -27,51 +27,56 @@ inline const std::uint16_t* fp8ToBf16Table() {
     return table.data();
 }
 
-/// Software prefetch (T0) of the K and V rows a later tile reads, a pair of rows at a time
-/// from inside a phase's loop, so the requests spread over the tile's work instead of going
-/// out as one burst. Off by default: on this Intel VM a synthetic stream (8 loads + 32 FMAs per
-/// 512-byte token) ran 8.3-9.0 GB/s without and 9.7-10.7 GB/s with T0 prefetches 1-4 KB
-/// ahead, but the kernels' own DRAM A/B (16 tokens ahead) stayed inside the loaded machine's
-/// noise, and in L2 it cost a little (NOTES.md, "sixth session").
-/// KVSCOPE_CPU_PREFETCH=TOKENS turns it on at that distance for A/B runs on a quiet machine.
-struct Prefetch {
-    const std::uint8_t *k = nullptr, *v = nullptr; // the first row to fetch (none: k null)
-    std::int64_t ks = 0, vs = 0;                   // row strides (bytes)
-    int kLines = 0, vLines = 0;                    // cache lines per row; vLines 0 for MLA
-    int rows = 0;                                  // rows to fetch
-};
-inline int prefetchTokens() {
-    static const int tokens = [] {
-        const char* e = std::getenv("KVSCOPE_CPU_PREFETCH");
-        return e ? std::max(0, std::atoi(e)) : 0;
-    }();
-    return tokens;
-}
-/// The `rows` rows from token t + prefetchTokens() on, within the segment.
-inline Prefetch prefetchAhead(const SegmentBf16& sg, std::int64_t t, int rows) {
-    Prefetch pf;
-    const std::int64_t from = t + prefetchTokens();
-    if (prefetchTokens() == 0 || from >= sg.t1)
-        return pf;
-    pf.k = sg.keys + from * sg.keyRowBytes;
-    pf.v = sg.values + from * sg.valueRowBytes;
-    pf.ks = sg.keyRowBytes;
-    pf.vs = sg.valueRowBytes;
-    pf.kLines = int((sg.keyRowBytes + 63) / 64);
-    pf.vLines = sg.values == sg.keys ? 0 : int((sg.valueRowBytes + 63) / 64);
-    pf.rows = int(std::min<std::int64_t>(rows, sg.t1 - from));
-    return pf;
-}
-/// Prefetches rows 2p and 2p + 1 of pf (those that exist).
-inline void prefetchPair(const Prefetch& pf, int p) {
-    if (!pf.k)
-        return;
-    for (int r = 2 * p; r < std::min(2 * p + 2, pf.rows); ++r) {
-        for (int i = 0; i < pf.kLines; ++i)
-            __builtin_prefetch(pf.k + r * pf.ks + 64 * i, 0, 3);
-        for (int i = 0; i < pf.vLines; ++i)
-            __builtin_prefetch(pf.v + r * pf.vs + 64 * i, 0, 3);
+/// Where the K or V rows of a tile (the bf16 kernel's 32 tokens) or a block (the AMX kernel's
+/// 32 or 64) live: row r at base + (r / 16) posStride + (r % 16) stride, so every 16 rows are
+/// evenly strided (one tile load, one score call).
+/// - Contiguous rows: posStride = 16 stride.
+/// - Gathered (see gatherPlan): row r is token (r / 16) of this tile in sub-stream r % 16 of the
+///   segment, so each 16-row load reads 16 streams in step. The softmax does not depend on the
+///   order of the tokens, only on each score meeting its own V row, and both maps agree.
+struct RowMap {
+    const std::uint8_t* base = nullptr;
+    std::int64_t stride = 0, posStride = 0;
+    const std::uint8_t* row(int r) const { return base + (r >> 4) * posStride + (r & 15) * stride; }
+    static RowMap contiguous(const std::uint8_t* p, std::int64_t rowBytes) {
+        return {p, rowBytes, 16 * rowBytes};
     }
+};
+
+/// The gathered part of a segment, for tiles of `tileRows` tokens (a multiple of 16): 16
+/// sub-streams of subLen = tileRows / 16 x tiles tokens each, side by side from t0; tile i
+/// takes tokens [i tileRows / 16, (i + 1) tileRows / 16) of every sub-stream. The tokens from
+/// t0 + 16 subLen on (fewer than tileRows) are read as contiguous tiles. Why: a tile from one
+/// place reads two streams (K and V) per thread, and on the Intel VM of NOTES.md ("seventh
+/// session") reading the same bytes as 16 K + 16 V streams in step took 0.65-0.80 of the time
+/// of 2 (one core's L2 streamer keeps many streams in flight, one stream's prefetch runs
+/// dry while the core computes). KVSCOPE_CPU_GATHER=0 reads every tile contiguously (A/B).
+struct GatherPlan {
+    std::int64_t tiles = 0, subLen = 0;
+    RowMap keys(const SegmentBf16& sg, std::int64_t i, int tileRows) const {
+        return {sg.keys + (sg.t0 + i * (tileRows / 16)) * sg.keyRowBytes, subLen * sg.keyRowBytes,
+                sg.keyRowBytes};
+    }
+    RowMap values(const SegmentBf16& sg, std::int64_t i, int tileRows) const {
+        return {sg.values + (sg.t0 + i * (tileRows / 16)) * sg.valueRowBytes,
+                subLen * sg.valueRowBytes, sg.valueRowBytes};
+    }
+    std::int64_t tailStart(const SegmentBf16& sg) const { return sg.t0 + 16 * subLen; }
+};
+inline bool gatherEnabled() {
+    static const bool on = [] {
+        const char* e = std::getenv("KVSCOPE_CPU_GATHER");
+        return !(e && std::strcmp(e, "0") == 0);
+    }();
+    return on;
+}
+inline GatherPlan gatherPlan(const SegmentBf16& sg, int tileRows) {
+    GatherPlan g;
+    if (!gatherEnabled())
+        return g;
+    g.tiles = (sg.t1 - sg.t0) / tileRows;
+    g.subLen = g.tiles * (tileRows / 16);
+    return g;
 }
 
 #if KVSCOPE_HAVE_BF16_KERNEL
@@ -258,6 +263,23 @@ inline void stageFp8Rows(const std::uint8_t* src, std::int64_t stride, int n, in
         fp8RowsToBf16Vbmi(src, stride, n, width, dst);
     else
         fp8RowsToBf16Table(src, stride, n, width, dst);
+}
+
+/// n <= rows rows through `src` (rows a multiple of 16; bf16 copied, fp8 decoded with `dec`)
+/// into a contiguous `rows`-row bf16 tile at dst whose rows past n are zero.
+inline void stageRows(const RowMap& src, int n, int rows, int width, bool fp8, Fp8Decoder dec,
+                      std::uint16_t* dst) {
+    for (int g = 0; g < rows; g += 16) {
+        const int m = std::clamp(n - g, 0, 16);
+        std::uint16_t* d = dst + std::ptrdiff_t(g) * width;
+        if (fp8 && m > 0) {
+            stageFp8Rows(src.row(g), src.stride, m, 16, width, d, dec);
+            continue;
+        }
+        std::memset(d + std::ptrdiff_t(m) * width, 0, std::size_t(16 - m) * std::size_t(width) * 2);
+        for (int i = 0; i < m; ++i)
+            std::memcpy(d + std::ptrdiff_t(i) * width, src.row(g + i), std::size_t(width) * 2);
+    }
 }
 #endif
 
