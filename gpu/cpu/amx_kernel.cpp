@@ -64,21 +64,6 @@ constexpr int blockTokens(int valueDim) {
     return valueDim >= 512 ? 64 : 32;
 }
 
-/// n <= block token rows (bf16 copied, fp8 decoded exactly with `dec`) into a block-row tile
-/// whose rows past n are zero. width is a multiple of 32.
-KVSCOPE_AMX_TARGET __attribute__((noinline)) void stageBlock(const std::uint8_t* src,
-                                                             std::int64_t stride, int n, int block,
-                                                             int width, bool fp8, Fp8Decoder dec,
-                                                             std::uint16_t* dst) {
-    if (fp8) {
-        stageFp8Rows(src, stride, n, block, width, dst, dec);
-        return;
-    }
-    std::memset(dst + std::ptrdiff_t(n) * width, 0, std::size_t((block - n) * width) * 2);
-    for (int i = 0; i < n; ++i)
-        std::memcpy(dst + i * width, src + i * stride, std::size_t(width) * 2);
-}
-
 /// Q^T as B tiles: tile (grp, c) row k, lane n = (q[16 grp + n][32c + 2k], [.. + 1]); query rows
 /// past the stream's are zero.
 template <int DK> void prepareQ(const SegmentBf16& sg, int groups, ScratchAmx& sc) {
@@ -100,19 +85,18 @@ template <int DK> void prepareQ(const SegmentBf16& sg, int groups, ScratchAmx& s
 /// lanes): two 16-token accumulators share each Q^T tile; the two K tiles alternate so a load
 /// does not wait for the product reading the other.
 template <int DK>
-KVSCOPE_AMX_TARGET __attribute__((noinline)) void
-scoreBlock(const std::uint8_t* k, std::int64_t ks, int groups, int block, ScratchAmx& sc) {
+KVSCOPE_AMX_TARGET __attribute__((noinline)) void scoreBlock(const RowMap& k, int groups, int block,
+                                                             ScratchAmx& sc) {
     constexpr int NKC = DK / 32;
     for (int grp = 0; grp < groups; ++grp)
         for (int h = 0; h < block; h += 32) {
-            const std::uint8_t* kh = k + h * ks;
             _tile_zero(0);
             _tile_zero(1);
             for (int c = 0; c < NKC; ++c) {
                 _tile_loadd(3, sc.qt.data() + (grp * NKC + c) * kTileB, 64);
-                _tile_loadd(2, kh + c * 64, ks);
+                _tile_loadd(2, k.row(h) + c * 64, k.stride);
                 _tile_dpbf16ps(0, 2, 3);
-                _tile_loadd(7, kh + 16 * ks + c * 64, ks);
+                _tile_loadd(7, k.row(h + 16) + c * 64, k.stride);
                 _tile_dpbf16ps(1, 7, 3);
             }
             float* st = sc.st.data() + (grp * block + h) * 16;
@@ -191,12 +175,11 @@ KVSCOPE_AMX_TARGET __attribute__((noinline)) void softmaxBlock(int grp, int n, i
 }
 
 /// 32 values of V row `row` from column 32b: bf16 loaded, fp8 decoded; zero past n.
-KVSCOPE_AMX_TARGET inline __m512i vChunk(const std::uint8_t* v, std::int64_t vs, int row, int n,
-                                         int b, bool fp8, const Fp8Lut& lut) {
+KVSCOPE_AMX_TARGET inline __m512i vChunk(const RowMap& v, int row, int n, int b, bool fp8,
+                                         const Fp8Lut& lut) {
     if (row >= n)
         return _mm512_setzero_si512();
-    return fp8 ? fp8x32ToBf16(v + row * vs + 32 * b, lut)
-               : _mm512_loadu_si512(v + row * vs + 64 * b);
+    return fp8 ? fp8x32ToBf16(v.row(row) + 32 * b, lut) : _mm512_loadu_si512(v.row(row) + 64 * b);
 }
 
 /// Zero V pairs from `pairs` to the end of the last 16-pair chunk.
@@ -210,23 +193,21 @@ template <int DV> inline void zeroMissingPairs(int pairs, ScratchAmx& sc) {
 /// tile (c, 2b) row i, lane 4L + j = (v[32c + 2i][32b + 8L + j], v[32c + 2i + 1][..]); tile
 /// (c, 2b + 1) the same for column 32b + 8L + 4 + j. Pairs past n are zero.
 template <int DV>
-KVSCOPE_AMX_TARGET __attribute__((noinline)) void interleaveV(const std::uint8_t* v,
-                                                              std::int64_t vs, int n, bool fp8,
-                                                              const Prefetch& pf, ScratchAmx& sc) {
+KVSCOPE_AMX_TARGET __attribute__((noinline)) void interleaveV(const RowMap& v, int n, bool fp8,
+                                                              ScratchAmx& sc) {
     const Fp8Lut lut = fp8Lut();
     const int pairs = (n + 1) / 2;
     for (int p = 0; p < pairs; ++p) {
-        prefetchPair(pf, p);
         std::uint16_t* d = sc.vv.data() + (p / 16) * (DV / 16) * kTileB + 32 * (p % 16);
         const bool full = 2 * p + 1 < n;
         for (int b = 0; b < DV / 32; ++b) {
             __m512i x, y;
             if (full && !fp8) {
-                x = _mm512_loadu_si512(v + 2 * p * vs + 64 * b);
-                y = _mm512_loadu_si512(v + (2 * p + 1) * vs + 64 * b);
+                x = _mm512_loadu_si512(v.row(2 * p) + 64 * b);
+                y = _mm512_loadu_si512(v.row(2 * p) + v.stride + 64 * b); // row 2p + 1
             } else {
-                x = vChunk(v, vs, 2 * p, n, b, fp8, lut);
-                y = vChunk(v, vs, 2 * p + 1, n, b, fp8, lut);
+                x = vChunk(v, 2 * p, n, b, fp8, lut);
+                y = vChunk(v, 2 * p + 1, n, b, fp8, lut);
             }
             _mm512_storeu_si512(d + (2 * b) * kTileB, _mm512_unpacklo_epi16(x, y));
             _mm512_storeu_si512(d + (2 * b + 1) * kTileB, _mm512_unpackhi_epi16(x, y));
@@ -241,22 +222,20 @@ KVSCOPE_AMX_TARGET __attribute__((noinline)) void interleaveV(const std::uint8_t
 /// ratios): g 4-16 0.80-0.99 in 23 of 24 processes (one 1.12), g 32 0.87-0.92 (NOTES.md).
 /// Only called where the CPU has VBMI (as every AMX CPU so far: Sapphire Rapids on).
 template <int DV>
-KVSCOPE_AMX_VBMI_TARGET __attribute__((noinline)) void
-interleaveVFp8Vbmi(const std::uint8_t* v, std::int64_t vs, int n, const Prefetch& pf,
-                   ScratchAmx& sc) {
+KVSCOPE_AMX_VBMI_TARGET __attribute__((noinline)) void interleaveVFp8Vbmi(const RowMap& v, int n,
+                                                                          ScratchAmx& sc) {
     static_assert(DV % 64 == 0);
     const Fp8VbmiLut lut = fp8VbmiLut();
     const int pairs = (n + 1) / 2;
     for (int p = 0; p < pairs; ++p) {
-        prefetchPair(pf, p);
         std::uint16_t* d = sc.vv.data() + (p / 16) * (DV / 16) * kTileB + 32 * (p % 16);
-        const std::uint8_t* a = v + 2 * p * vs;
+        const std::uint8_t* a = v.row(2 * p);
         const bool full = 2 * p + 1 < n;
         for (int b = 0; b < DV / 64; ++b) {
             __m512i x[2], y[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
             fp8x64ToBf16Vbmi(_mm512_loadu_si512(a + 64 * b), lut, x[0], x[1]);
             if (full)
-                fp8x64ToBf16Vbmi(_mm512_loadu_si512(a + vs + 64 * b), lut, y[0], y[1]);
+                fp8x64ToBf16Vbmi(_mm512_loadu_si512(a + v.stride + 64 * b), lut, y[0], y[1]);
             for (int h = 0; h < 2; ++h) {
                 _mm512_storeu_si512(d + (4 * b + 2 * h) * kTileB,
                                     _mm512_unpacklo_epi16(x[h], y[h]));
@@ -327,27 +306,33 @@ KVSCOPE_AMX_TARGET void attendAmxImpl(const SegmentBf16& sg, ScratchAmx& sc) {
     sc.m.assign(std::size_t(groups * 16), -std::numeric_limits<float>::infinity());
     sc.l.assign(std::size_t(groups * 16), 0.0f);
     loadAttentionConfig(groups == 1 ? R : 16);
-    for (std::int64_t t = sg.t0; t < sg.t1; t += kBlock) {
-        const int n = int(std::min<std::int64_t>(kBlock, sg.t1 - t));
-        const std::uint8_t* k = sg.keys + t * sg.keyRowBytes;
-        const std::uint8_t* v = sg.values + t * sg.valueRowBytes;
-        std::int64_t ks = sg.keyRowBytes, vs = sg.valueRowBytes;
+    // Gathered blocks first (16 K and 16 V streams in step, bf16_simd.h's gatherPlan), then
+    // the rest of the segment in contiguous blocks.
+    const GatherPlan gp = gatherPlan(sg, kBlock);
+    const std::int64_t tail = gp.tailStart(sg);
+    const std::int64_t blocks = gp.tiles + (sg.t1 - tail + kBlock - 1) / kBlock;
+    for (std::int64_t i = 0; i < blocks; ++i) {
+        const std::int64_t t = tail + (i - gp.tiles) * kBlock; // contiguous blocks only
+        const int n = i < gp.tiles ? kBlock : int(std::min<std::int64_t>(kBlock, sg.t1 - t));
+        RowMap k = i < gp.tiles ? gp.keys(sg, i, kBlock)
+                                : RowMap::contiguous(sg.keys + t * sg.keyRowBytes, sg.keyRowBytes);
+        RowMap v = i < gp.tiles
+                       ? gp.values(sg, i, kBlock)
+                       : RowMap::contiguous(sg.values + t * sg.valueRowBytes, sg.valueRowBytes);
         bool vFp8 = fp8;
         if (fp8 || n < kBlock) { // decode, or pad so no tile reads past the segment
-            stageBlock(k, ks, n, kBlock, DK, fp8, dec, sc.kTile.data());
-            k = reinterpret_cast<const std::uint8_t*>(sc.kTile.data());
-            ks = DK * 2;
+            stageRows(k, n, kBlock, DK, fp8, dec, sc.kTile.data());
+            k = RowMap::contiguous(reinterpret_cast<const std::uint8_t*>(sc.kTile.data()), DK * 2);
             if (mla) { // V is the decoded latent's first DV elements
                 v = k;
-                vs = ks;
                 vFp8 = false;
             }
         }
-        scoreBlock<DK>(k, ks, groups, kBlock, sc);
+        scoreBlock<DK>(k, groups, kBlock, sc);
         if (vbmiV)
-            interleaveVFp8Vbmi<DV>(v, vs, n, prefetchAhead(sg, t, kBlock), sc);
+            interleaveVFp8Vbmi<DV>(v, n, sc);
         else
-            interleaveV<DV>(v, vs, n, vFp8, prefetchAhead(sg, t, kBlock), sc);
+            interleaveV<DV>(v, n, vFp8, sc);
         for (int grp = 0; grp < groups; ++grp) {
             softmaxBlock<DV>(grp, n, kBlock, sg.scoreScale, sc);
             pvBlock<DV>(grp, (n + 31) / 32, kBlock, sc);

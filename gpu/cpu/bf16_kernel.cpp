@@ -47,29 +47,14 @@ KVSCOPE_BF16_TARGET inline __attribute__((always_inline)) __m512 transposeSum16(
 
 constexpr std::int64_t kBf16Tile = 32; // tokens per tile: two 16-lane score vectors per row
 
-/// Copies (bf16) or decodes (fp8, with `dec`) n <= kBf16Tile token rows into a kBf16Tile-row
-/// tile whose rows past n are zero. width is a multiple of 32.
-KVSCOPE_BF16_TARGET void stageTile(const std::uint8_t* src, std::int64_t srcStride, int n,
-                                   int width, bool fp8, Fp8Decoder dec,
-                                   AlignedVector<std::uint16_t>& dst) {
-    dst.resize(std::size_t(kBf16Tile * width));
-    if (fp8) {
-        stageFp8Rows(src, srcStride, n, int(kBf16Tile), width, dst.data(), dec);
-        return;
-    }
-    std::fill(dst.begin() + std::ptrdiff_t(n) * width, dst.end(), std::uint16_t(0));
-    for (int i = 0; i < n; ++i)
-        std::memcpy(dst.data() + i * width, src + i * srcStride, std::size_t(width) * 2);
-}
-
 /// O[r..r+RB) = alpha * O + P V over `pairs` token pairs of the tile. V rows 2p and 2p+1 are
 /// interleaved in registers (vpunpckl/hwd) so vdpbf16ps adds two tokens per lane; each pass
 /// keeps RB rows x CB output vectors in registers and shares every V load and shuffle among
 /// the RB rows. (Interleaving through a scratch tile instead cost ~1.6x at g = 1..2: the
 /// stores and reloads, and 4-deep accumulator chains.)
 template <int RB, int DV>
-KVSCOPE_BF16_TARGET inline void pvBlock(ScratchBf16& sc, std::int64_t r, const std::uint8_t* v,
-                                        std::int64_t stride, int pairs, const Prefetch& pf) {
+KVSCOPE_BF16_TARGET inline void pvBlock(ScratchBf16& sc, std::int64_t r, const RowMap& v,
+                                        int pairs) {
     constexpr int NVC = DV / 16;
     constexpr int CB = 16 / RB < NVC ? 16 / RB : NVC; // output vectors per pass (even)
     float* acc = sc.acc.data();
@@ -82,10 +67,8 @@ KVSCOPE_BF16_TARGET inline void pvBlock(ScratchBf16& sc, std::int64_t r, const s
                 o[rb][j] = _mm512_mul_ps(_mm512_loadu_ps(acc + (r + rb) * DV + (cb + j) * 16), al);
         }
         for (int pr = 0; pr < pairs; ++pr) {
-            if (cb == 0)
-                prefetchPair(pf, pr);
-            const std::uint8_t* a = v + (2 * pr) * stride + cb * 32;
-            const std::uint8_t* b = a + stride;
+            const std::uint8_t* a = v.row(2 * pr) + cb * 32;
+            const std::uint8_t* b = a + v.stride; // row 2pr + 1: the same 16-row group
             __m512i bc[RB];
             for (int rb = 0; rb < RB; ++rb)
                 bc[rb] = _mm512_set1_epi32(int(p[std::size_t((r + rb) * kBf16Tile / 2 + pr)]));
@@ -220,33 +203,28 @@ KVSCOPE_BF16_TARGET inline __m512 keepScaled(__m512 scale, __mmask16 valid, __m5
                               _mm512_mul_ps(raw, scale));
 }
 
-/// A tile's K and V rows as bf16: straight from the cache when possible, else decoded or
-/// zero-padded into scratch (never reading past the segment).
+/// A tile's K and V rows as bf16: straight from the cache when possible (a full bf16 tile,
+/// contiguous or gathered), else decoded or zero-padded into scratch (never reading past the
+/// segment).
 struct TileRows {
-    const std::uint8_t* k;
-    std::int64_t kStride;
-    const std::uint8_t* v;
-    std::int64_t vStride;
+    RowMap k, v;
 };
 template <int DK, int DV>
-KVSCOPE_BF16_TARGET inline TileRows tileRows(const SegmentBf16& sg, std::int64_t t, int n,
+KVSCOPE_BF16_TARGET inline TileRows tileRows(const SegmentBf16& sg, TileRows tr, int n,
                                              Fp8Decoder dec, ScratchBf16& sc) {
     constexpr int T = int(kBf16Tile);
-    TileRows tr{sg.keys + t * sg.keyRowBytes, sg.keyRowBytes, sg.values + t * sg.valueRowBytes,
-                sg.valueRowBytes};
     const bool fp8 = sg.dtype != KvDtype::Bf16;
     if (!fp8 && n == T)
         return tr;
-    stageTile(tr.k, sg.keyRowBytes, n, DK, fp8, dec, sc.kTile);
-    tr.k = reinterpret_cast<const std::uint8_t*>(sc.kTile.data());
-    tr.kStride = DK * 2;
+    sc.kTile.resize(std::size_t(T * DK));
+    stageRows(tr.k, n, T, DK, fp8, dec, sc.kTile.data());
+    tr.k = RowMap::contiguous(reinterpret_cast<const std::uint8_t*>(sc.kTile.data()), DK * 2);
     if (sg.values == sg.keys) {
         tr.v = tr.k;
-        tr.vStride = tr.kStride;
     } else {
-        stageTile(tr.v, sg.valueRowBytes, n, DV, fp8, dec, sc.vTile);
-        tr.v = reinterpret_cast<const std::uint8_t*>(sc.vTile.data());
-        tr.vStride = DV * 2;
+        sc.vTile.resize(std::size_t(T * DV));
+        stageRows(tr.v, n, T, DV, fp8, dec, sc.vTile.data());
+        tr.v = RowMap::contiguous(reinterpret_cast<const std::uint8_t*>(sc.vTile.data()), DV * 2);
     }
     return tr;
 }
@@ -264,7 +242,7 @@ KVSCOPE_BF16_TARGET inline void scoreTile(const SegmentBf16& sg, const TileRows&
         const std::uint16_t* qa = sg.q + r * DK;
         __m512 h[4]; // tokens 8j..8j+7: row r in lanes 0-7, row r+1 in lanes 8-15
         for (int j = 0; j < 4; ++j)
-            h[j] = scores8x2<DK>(qa, qa + DK, tr.k + 8 * j * tr.kStride, tr.kStride);
+            h[j] = scores8x2<DK>(qa, qa + DK, tr.k.row(8 * j), tr.k.stride);
         _mm512_storeu_ps(s + r * T,
                          keepScaled(scale, valid0, _mm512_shuffle_f32x4(h[0], h[1], 0x44)));
         _mm512_storeu_ps(s + r * T + 16,
@@ -276,10 +254,11 @@ KVSCOPE_BF16_TARGET inline void scoreTile(const SegmentBf16& sg, const TileRows&
     }
     if (r < R) {
         const std::uint16_t* qr = sg.q + r * DK;
-        _mm512_storeu_ps(s + r * T, keepScaled(scale, valid0, scores16<DK>(qr, tr.k, tr.kStride)));
+        _mm512_storeu_ps(s + r * T,
+                         keepScaled(scale, valid0, scores16<DK>(qr, tr.k.row(0), tr.k.stride)));
         _mm512_storeu_ps(
             s + r * T + 16,
-            valid1 ? keepScaled(scale, valid1, scores16<DK>(qr, tr.k + 16 * tr.kStride, tr.kStride))
+            valid1 ? keepScaled(scale, valid1, scores16<DK>(qr, tr.k.row(16), tr.k.stride))
                    : _mm512_set1_ps(-std::numeric_limits<float>::infinity()));
     }
 }
@@ -316,12 +295,20 @@ KVSCOPE_BF16_TARGET void attendBf16Impl(const SegmentBf16& sg, ScratchBf16& sc) 
     sc.s.resize(std::size_t(R * T));
     sc.p.resize(std::size_t(R * T / 2));
     const Fp8Decoder dec = sg.dtype != KvDtype::Bf16 ? fp8Decoder() : Fp8Decoder::Table;
-    for (std::int64_t t = sg.t0; t < sg.t1; t += T) {
-        const int n = int(std::min<std::int64_t>(T, sg.t1 - t));
-        const TileRows tr = tileRows<DK, DV>(sg, t, n, dec, sc);
-        // Optional software prefetch spread over the P·V pass (bf16_simd.h's Prefetch, off by
-        // default). On the AMD VM of earlier sessions bursts of 2 x 128 prefetches per tile
-        // cost 1.4-1.9x and spread ones changed nothing.
+    // Gathered tiles first (16 K and 16 V streams in step, bf16_simd.h's gatherPlan), then
+    // the rest of the segment in contiguous tiles.
+    const GatherPlan gp = gatherPlan(sg, T);
+    const std::int64_t tail = gp.tailStart(sg);
+    const std::int64_t tiles = gp.tiles + (sg.t1 - tail + T - 1) / T;
+    for (std::int64_t i = 0; i < tiles; ++i) {
+        const std::int64_t t = tail + (i - gp.tiles) * T; // contiguous tiles only
+        const int n = i < gp.tiles ? T : int(std::min<std::int64_t>(T, sg.t1 - t));
+        const TileRows at =
+            i < gp.tiles
+                ? TileRows{gp.keys(sg, i, T), gp.values(sg, i, T)}
+                : TileRows{RowMap::contiguous(sg.keys + t * sg.keyRowBytes, sg.keyRowBytes),
+                           RowMap::contiguous(sg.values + t * sg.valueRowBytes, sg.valueRowBytes)};
+        const TileRows tr = tileRows<DK, DV>(sg, at, n, dec, sc);
         const __mmask16 valid0 = n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1u);
         const __mmask16 valid1 = n <= 16   ? __mmask16(0)
                                  : n >= 32 ? __mmask16(0xffff)
@@ -333,13 +320,12 @@ KVSCOPE_BF16_TARGET void attendBf16Impl(const SegmentBf16& sg, ScratchBf16& sc) 
         if (r < R)
             softmaxRows<1>(sc, r, valid0, valid1);
         const int pairs = (n + 1) / 2;
-        const Prefetch pf = prefetchAhead(sg, t, T), none; // with the first rows' pass only
         for (r = 0; r + 4 <= R; r += 4)
-            pvBlock<4, DV>(sc, r, tr.v, tr.vStride, pairs, r == 0 ? pf : none);
+            pvBlock<4, DV>(sc, r, tr.v, pairs);
         for (; r + 2 <= R; r += 2)
-            pvBlock<2, DV>(sc, r, tr.v, tr.vStride, pairs, r == 0 ? pf : none);
+            pvBlock<2, DV>(sc, r, tr.v, pairs);
         for (; r < R; ++r)
-            pvBlock<1, DV>(sc, r, tr.v, tr.vStride, pairs, r == 0 ? pf : none);
+            pvBlock<1, DV>(sc, r, tr.v, pairs);
     }
     finishRows<DV>(sg, sc);
 }

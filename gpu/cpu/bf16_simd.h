@@ -4,6 +4,7 @@
 #pragma once
 
 #include "gpu/cpu/bf16_kernel.h"
+#include "gpu/cpu/row_map.h"
 #include "gpu/cpu/simd.h"
 #include "gpu/numerics.h"
 
@@ -25,53 +26,6 @@ inline const std::uint16_t* fp8ToBf16Table() {
         return t;
     }();
     return table.data();
-}
-
-/// Software prefetch (T0) of the K and V rows a later tile reads, a pair of rows at a time
-/// from inside a phase's loop, so the requests spread over the tile's work instead of going
-/// out as one burst. Off by default: on this Intel VM a synthetic stream (8 loads + 32 FMAs per
-/// 512-byte token) ran 8.3-9.0 GB/s without and 9.7-10.7 GB/s with T0 prefetches 1-4 KB
-/// ahead, but the kernels' own DRAM A/B (16 tokens ahead) stayed inside the loaded machine's
-/// noise, and in L2 it cost a little (NOTES.md, "sixth session").
-/// KVSCOPE_CPU_PREFETCH=TOKENS turns it on at that distance for A/B runs on a quiet machine.
-struct Prefetch {
-    const std::uint8_t *k = nullptr, *v = nullptr; // the first row to fetch (none: k null)
-    std::int64_t ks = 0, vs = 0;                   // row strides (bytes)
-    int kLines = 0, vLines = 0;                    // cache lines per row; vLines 0 for MLA
-    int rows = 0;                                  // rows to fetch
-};
-inline int prefetchTokens() {
-    static const int tokens = [] {
-        const char* e = std::getenv("KVSCOPE_CPU_PREFETCH");
-        return e ? std::max(0, std::atoi(e)) : 0;
-    }();
-    return tokens;
-}
-/// The `rows` rows from token t + prefetchTokens() on, within the segment.
-inline Prefetch prefetchAhead(const SegmentBf16& sg, std::int64_t t, int rows) {
-    Prefetch pf;
-    const std::int64_t from = t + prefetchTokens();
-    if (prefetchTokens() == 0 || from >= sg.t1)
-        return pf;
-    pf.k = sg.keys + from * sg.keyRowBytes;
-    pf.v = sg.values + from * sg.valueRowBytes;
-    pf.ks = sg.keyRowBytes;
-    pf.vs = sg.valueRowBytes;
-    pf.kLines = int((sg.keyRowBytes + 63) / 64);
-    pf.vLines = sg.values == sg.keys ? 0 : int((sg.valueRowBytes + 63) / 64);
-    pf.rows = int(std::min<std::int64_t>(rows, sg.t1 - from));
-    return pf;
-}
-/// Prefetches rows 2p and 2p + 1 of pf (those that exist).
-inline void prefetchPair(const Prefetch& pf, int p) {
-    if (!pf.k)
-        return;
-    for (int r = 2 * p; r < std::min(2 * p + 2, pf.rows); ++r) {
-        for (int i = 0; i < pf.kLines; ++i)
-            __builtin_prefetch(pf.k + r * pf.ks + 64 * i, 0, 3);
-        for (int i = 0; i < pf.vLines; ++i)
-            __builtin_prefetch(pf.v + r * pf.vs + 64 * i, 0, 3);
-    }
 }
 
 #if KVSCOPE_HAVE_BF16_KERNEL
@@ -258,6 +212,23 @@ inline void stageFp8Rows(const std::uint8_t* src, std::int64_t stride, int n, in
         fp8RowsToBf16Vbmi(src, stride, n, width, dst);
     else
         fp8RowsToBf16Table(src, stride, n, width, dst);
+}
+
+/// n <= rows rows through `src` (rows a multiple of 16; bf16 copied, fp8 decoded with `dec`)
+/// into a contiguous `rows`-row bf16 tile at dst whose rows past n are zero.
+inline void stageRows(const RowMap& src, int n, int rows, int width, bool fp8, Fp8Decoder dec,
+                      std::uint16_t* dst) {
+    for (int g = 0; g < rows; g += 16) {
+        const int m = std::clamp(n - g, 0, 16);
+        std::uint16_t* d = dst + std::ptrdiff_t(g) * width;
+        if (fp8 && m > 0) {
+            stageFp8Rows(src.row(g), src.stride, m, 16, width, d, dec);
+            continue;
+        }
+        std::memset(d + std::ptrdiff_t(m) * width, 0, std::size_t(16 - m) * std::size_t(width) * 2);
+        for (int i = 0; i < m; ++i)
+            std::memcpy(d + std::ptrdiff_t(i) * width, src.row(g + i), std::size_t(width) * 2);
+    }
 }
 #endif
 

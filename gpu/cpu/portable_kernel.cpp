@@ -1,4 +1,5 @@
-// The portable kernel (see portable_kernel.h). Per 32-token tile, the K and V rows are decoded
+// The portable kernel (see portable_kernel.h). Per 32-token tile (gathered from 16 sub-streams of
+// the segment, row_map.h; the last tokens in contiguous tiles), the K and V rows are decoded
 // to fp32 once for all rows, then three phases run over all rows so independent rows overlap in
 // the core: scores (W tokens per transpose tree), the online-softmax update (one max and one
 // rescale per row and tile), and O = alpha O + P V with up to 8 output vectors of a row in
@@ -6,6 +7,7 @@
 #include "gpu/cpu/portable_kernel.h"
 
 #include "gpu/cpu/decode.h"
+#include "gpu/cpu/row_map.h"
 #include "gpu/cpu/simd.h"
 
 #include <algorithm>
@@ -108,11 +110,12 @@ KVSCOPE_INLINE typename Lanes<W>::F scoresW(const float* q, const float* k, std:
     return transposeSumW<W>(part);
 }
 
-/// Decodes n <= kTileTokens rows of `width` elements into fp32 rows `width` apart.
-KVSCOPE_INLINE void decodeTile(KvDtype dtype, const std::uint8_t* src, std::int64_t rowBytes,
-                               std::int64_t n, std::int64_t width, float* dst) {
+/// Decodes n <= kTileTokens rows of `width` elements, row i read through `src` (contiguous or
+/// gathered, row_map.h), into fp32 rows `width` apart.
+KVSCOPE_INLINE void decodeTile(KvDtype dtype, const RowMap& src, std::int64_t n, std::int64_t width,
+                               float* dst) {
     for (std::int64_t i = 0; i < n; ++i)
-        decodeRow(dtype, src + i * rowBytes, dst + i * width, width);
+        decodeRow(dtype, src.row(int(i)), dst + i * width, width);
 }
 
 /// Scores of row r over the n valid tokens of the tile, then its online-softmax update: one
@@ -206,15 +209,27 @@ KVSCOPE_INLINE void attendPortable(const Segment& sg, Scratch& sc) {
     sc.p.resize(std::size_t(R * T));
     sc.alpha.resize(std::size_t(R));
     float* kf = sc.k.data();
-    for (std::int64_t t = sg.t0; t < sg.t1; t += T) {
-        const std::int64_t n = std::min(T, sg.t1 - t);
-        decodeTile(sg.dtype, sg.keys + t * sg.keyRowBytes, sg.keyRowBytes, n, DK, kf);
+    // Gathered tiles first (16 K and 16 V sub-streams in step, row_map.h's gatherPlan), then
+    // the rest of the segment in contiguous tiles. Tile i < gp.tiles is always full.
+    const GatherPlan gp = gatherPlan(sg, int(T));
+    const std::int64_t tail = gp.tailStart(sg);
+    const std::int64_t tiles = gp.tiles + (sg.t1 - tail + T - 1) / T;
+    for (std::int64_t i = 0; i < tiles; ++i) {
+        const bool gathered = i < gp.tiles;
+        const std::int64_t t = tail + (i - gp.tiles) * T; // contiguous tiles only
+        const std::int64_t n = gathered ? T : std::min(T, sg.t1 - t);
+        const RowMap kRows = gathered
+                                 ? gp.keys(sg, i, int(T))
+                                 : RowMap::contiguous(sg.keys + t * sg.keyRowBytes, sg.keyRowBytes);
+        decodeTile(sg.dtype, kRows, n, DK, kf);
         std::fill(kf + n * DK, kf + T * DK, 0.0f); // rows past the end (their scores are masked)
         const float* vf = kf;
         std::int64_t vStride = DK;
         if (!shared) {
-            decodeTile(sg.dtype, sg.values + t * sg.valueRowBytes, sg.valueRowBytes, n, DV,
-                       sc.v.data());
+            const RowMap vRows =
+                gathered ? gp.values(sg, i, int(T))
+                         : RowMap::contiguous(sg.values + t * sg.valueRowBytes, sg.valueRowBytes);
+            decodeTile(sg.dtype, vRows, n, DV, sc.v.data());
             vf = sc.v.data();
             vStride = DV;
         }
