@@ -421,9 +421,9 @@ bool amxEnabled() {
     return f != "fp32" && f != "bf16dot" && cpuHasAmx();
 }
 
-bool amxServes(std::int64_t rows) {
+bool amxServes(std::int64_t rows, KvDtype dtype) {
     const char* force = std::getenv("KVSCOPE_CPU_KERNEL");
-    return amxEnabled() && (rows >= kAmxMinRows || (force && std::string(force) == "amx"));
+    return amxEnabled() && (rows >= amxMinRows(dtype) || (force && std::string(force) == "amx"));
 }
 
 } // namespace kvscope::gpu::detail::cpu
