@@ -225,7 +225,7 @@ private Q_SLOTS:
         // The kernel asked for ran where the CPU has it; the default picks by group size.
         const bool amx =
             detail::cpuHasAmxKernel() &&
-            (kernel == "amx" || (kernel.isEmpty() && rows >= detail::cpu::kAmxMinRows));
+            (kernel == "amx" || (kernel.isEmpty() && rows >= detail::cpu::amxMinRows(shape.dtype)));
         if (amx)
             QVERIFY2(ran("-amx"), m.kernel.c_str());
         else if (detail::cpuFp8VectorMismatch() != -2)

@@ -306,7 +306,7 @@ KVSCOPE_AMX_TARGET void attendAmxImpl(const SegmentBf16& sg, ScratchAmx& sc) {
     sc.m.assign(std::size_t(groups * 16), -std::numeric_limits<float>::infinity());
     sc.l.assign(std::size_t(groups * 16), 0.0f);
     loadAttentionConfig(groups == 1 ? R : 16);
-    // Gathered blocks first (16 K and 16 V streams in step, bf16_simd.h's gatherPlan), then
+    // Gathered blocks first (16 K and 16 V streams in step, row_map.h's gatherPlan), then
     // the rest of the segment in contiguous blocks.
     const GatherPlan gp = gatherPlan(sg, kBlock);
     const std::int64_t tail = gp.tailStart(sg);
@@ -421,9 +421,9 @@ bool amxEnabled() {
     return f != "fp32" && f != "bf16dot" && cpuHasAmx();
 }
 
-bool amxServes(std::int64_t rows) {
+bool amxServes(std::int64_t rows, KvDtype dtype) {
     const char* force = std::getenv("KVSCOPE_CPU_KERNEL");
-    return amxEnabled() && (rows >= kAmxMinRows || (force && std::string(force) == "amx"));
+    return amxEnabled() && (rows >= amxMinRows(dtype) || (force && std::string(force) == "amx"));
 }
 
 } // namespace kvscope::gpu::detail::cpu

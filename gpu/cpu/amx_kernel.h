@@ -30,10 +30,17 @@ bool amxEnabled();
 /// token is nearly flat up to 16 rows (a tile's width), the vdpbf16ps kernel's grows with the
 /// rows. CPU-time bench, d 128, K/V in L2, ns per token AMX / vdpbf16ps (NOTES.md, "sixth
 /// session"): g 1 30 / 10, g 2 17-22 / 17-20, g 4 20-22 / 31-38, g 8 18.5 / 61, g 32 43 / 252.
-constexpr std::int64_t kAmxMinRows = 4;
-/// The AMX kernel runs a stream of `rows` query rows: AMX enabled and rows >= kAmxMinRows, or
-/// any rows under KVSCOPE_CPU_KERNEL=amx (tests cover its small-group paths that way).
-bool amxServes(std::int64_t rows);
+/// From DRAM with gathered rows (the vdpbf16ps kernel reads 8 + 8 streams, the AMX one 16 + 16;
+/// "seventh session", paired, 2 threads, time per token vdpbf16ps / AMX): bf16 g 4 0.75-0.87,
+/// g 6 1.20, g 8 1.41-1.47; fp8 (decoded once per tile for all rows) g 4 1.11, g 8 2.0. So
+/// bf16 moves to AMX from 5 rows, fp8 from 4.
+constexpr std::int64_t amxMinRows(KvDtype dtype) {
+    return dtype == KvDtype::Fp8E4m3 ? 4 : 5;
+}
+/// The AMX kernel runs a stream of `rows` query rows of `dtype` KV: AMX enabled and rows >=
+/// amxMinRows(dtype), or any rows under KVSCOPE_CPU_KERNEL=amx (tests cover its small-group
+/// paths that way).
+bool amxServes(std::int64_t rows, KvDtype dtype);
 /// Same segment contract as attendBf16 (widths 64/64, 128/128, 256/256, 576/512).
 bool attendAmx(const SegmentBf16& sg, std::int64_t keyDim, std::int64_t valueDim, ScratchAmx& sc);
 /// `iterations` steps of 4 independent tdpbf16ps (16 x 16 x 32 each) on one thread: the AMX

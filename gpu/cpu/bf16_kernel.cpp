@@ -23,7 +23,6 @@
 #include <string>
 
 namespace kvscope::gpu::detail::cpu {
-
 #if KVSCOPE_HAVE_BF16_KERNEL
 namespace {
 
@@ -46,6 +45,10 @@ KVSCOPE_BF16_TARGET inline __attribute__((always_inline)) __m512 transposeSum16(
 }
 
 constexpr std::int64_t kBf16Tile = 32; // tokens per tile: two 16-lane score vectors per row
+/// Rows in groups of 8 (row_map.h): gathered tiles read 8 K and 8 V sub-streams in step. Paired
+/// DRAM A/B against 16 + 16 (NOTES.md, "seventh session"): g 1 0.93-0.96, g 2 0.91-0.95, fp8
+/// g 1 0.72-0.90 of the time; in L2 0.98.
+constexpr int kRowShift = 3;
 
 /// O[r..r+RB) = alpha * O + P V over `pairs` token pairs of the tile. V rows 2p and 2p+1 are
 /// interleaved in registers (vpunpckl/hwd) so vdpbf16ps adds two tokens per lane; each pass
@@ -99,10 +102,13 @@ KVSCOPE_BF16_TARGET inline __m512 broadcastMax(__m512 x) {
 // The two score routines stay out of line: inlined into the row loop, GCC interleaved and
 // spilled their 16 accumulators and g 1..16 ran 1.1-1.8x slower (measured, NOTES.md).
 
-/// q . k for the 16 key rows at k, k + stride, ...: lane i is token i (unscaled).
+/// q . k for 16 key rows, 8 at k, k + stride, ... and 8 at k8, k8 + stride, ...: lane i is
+/// token i (unscaled).
 template <int DK>
 KVSCOPE_BF16_TARGET __attribute__((noinline)) __m512
-scores16(const std::uint16_t* qr, const std::uint8_t* k, std::int64_t stride) {
+scores16(const std::uint16_t* qr, const std::uint8_t* k, const std::uint8_t* k8,
+         std::int64_t stride) {
+    auto rowAt = [&](int i) { return (i < 8 ? k : k8 - 8 * stride) + i * stride; };
     constexpr int NKC = DK / 32;
     __m512 part[16];
     if constexpr (NKC <= 8) {
@@ -112,8 +118,8 @@ scores16(const std::uint16_t* qr, const std::uint8_t* k, std::int64_t stride) {
         for (int i = 0; i < 16; ++i) {
             __m512 acc = _mm512_setzero_ps();
             for (int c = 0; c < NKC; ++c)
-                acc = _mm512_dpbf16_ps(acc, asBh(q[c]),
-                                       asBh(_mm512_loadu_si512(k + i * stride + c * 64)));
+                acc =
+                    _mm512_dpbf16_ps(acc, asBh(q[c]), asBh(_mm512_loadu_si512(rowAt(i) + c * 64)));
             part[i] = acc;
         }
     } else {
@@ -122,8 +128,8 @@ scores16(const std::uint16_t* qr, const std::uint8_t* k, std::int64_t stride) {
         for (int c = 0; c < NKC; ++c) {
             const __m512i q = _mm512_loadu_si512(qr + c * 32);
             for (int i = 0; i < 16; ++i)
-                part[i] = _mm512_dpbf16_ps(part[i], asBh(q),
-                                           asBh(_mm512_loadu_si512(k + i * stride + c * 64)));
+                part[i] =
+                    _mm512_dpbf16_ps(part[i], asBh(q), asBh(_mm512_loadu_si512(rowAt(i) + c * 64)));
         }
     }
     return transposeSum16(part);
@@ -218,13 +224,15 @@ KVSCOPE_BF16_TARGET inline TileRows tileRows(const SegmentBf16& sg, TileRows tr,
         return tr;
     sc.kTile.resize(std::size_t(T * DK));
     stageRows(tr.k, n, T, DK, fp8, dec, sc.kTile.data());
-    tr.k = RowMap::contiguous(reinterpret_cast<const std::uint8_t*>(sc.kTile.data()), DK * 2);
+    tr.k = RowMap::contiguous(reinterpret_cast<const std::uint8_t*>(sc.kTile.data()), DK * 2,
+                              kRowShift);
     if (sg.values == sg.keys) {
         tr.v = tr.k;
     } else {
         sc.vTile.resize(std::size_t(T * DV));
         stageRows(tr.v, n, T, DV, fp8, dec, sc.vTile.data());
-        tr.v = RowMap::contiguous(reinterpret_cast<const std::uint8_t*>(sc.vTile.data()), DV * 2);
+        tr.v = RowMap::contiguous(reinterpret_cast<const std::uint8_t*>(sc.vTile.data()), DV * 2,
+                                  kRowShift);
     }
     return tr;
 }
@@ -254,12 +262,14 @@ KVSCOPE_BF16_TARGET inline void scoreTile(const SegmentBf16& sg, const TileRows&
     }
     if (r < R) {
         const std::uint16_t* qr = sg.q + r * DK;
-        _mm512_storeu_ps(s + r * T,
-                         keepScaled(scale, valid0, scores16<DK>(qr, tr.k.row(0), tr.k.stride)));
         _mm512_storeu_ps(
-            s + r * T + 16,
-            valid1 ? keepScaled(scale, valid1, scores16<DK>(qr, tr.k.row(16), tr.k.stride))
-                   : _mm512_set1_ps(-std::numeric_limits<float>::infinity()));
+            s + r * T,
+            keepScaled(scale, valid0, scores16<DK>(qr, tr.k.row(0), tr.k.row(8), tr.k.stride)));
+        _mm512_storeu_ps(s + r * T + 16,
+                         valid1
+                             ? keepScaled(scale, valid1,
+                                          scores16<DK>(qr, tr.k.row(16), tr.k.row(24), tr.k.stride))
+                             : _mm512_set1_ps(-std::numeric_limits<float>::infinity()));
     }
 }
 
@@ -295,19 +305,20 @@ KVSCOPE_BF16_TARGET void attendBf16Impl(const SegmentBf16& sg, ScratchBf16& sc) 
     sc.s.resize(std::size_t(R * T));
     sc.p.resize(std::size_t(R * T / 2));
     const Fp8Decoder dec = sg.dtype != KvDtype::Bf16 ? fp8Decoder() : Fp8Decoder::Table;
-    // Gathered tiles first (16 K and 16 V streams in step, bf16_simd.h's gatherPlan), then
+    // Gathered tiles first (8 K and 8 V streams in step, row_map.h's gatherPlan), then
     // the rest of the segment in contiguous tiles.
-    const GatherPlan gp = gatherPlan(sg, T);
+    const GatherPlan gp = gatherPlan(sg, T, kRowShift);
     const std::int64_t tail = gp.tailStart(sg);
     const std::int64_t tiles = gp.tiles + (sg.t1 - tail + T - 1) / T;
     for (std::int64_t i = 0; i < tiles; ++i) {
         const std::int64_t t = tail + (i - gp.tiles) * T; // contiguous tiles only
         const int n = i < gp.tiles ? T : int(std::min<std::int64_t>(T, sg.t1 - t));
-        const TileRows at =
-            i < gp.tiles
-                ? TileRows{gp.keys(sg, i, T), gp.values(sg, i, T)}
-                : TileRows{RowMap::contiguous(sg.keys + t * sg.keyRowBytes, sg.keyRowBytes),
-                           RowMap::contiguous(sg.values + t * sg.valueRowBytes, sg.valueRowBytes)};
+        const TileRows at = i < gp.tiles
+                                ? TileRows{gp.keys(sg, i, T), gp.values(sg, i, T)}
+                                : TileRows{RowMap::contiguous(sg.keys + t * sg.keyRowBytes,
+                                                              sg.keyRowBytes, kRowShift),
+                                           RowMap::contiguous(sg.values + t * sg.valueRowBytes,
+                                                              sg.valueRowBytes, kRowShift)};
         const TileRows tr = tileRows<DK, DV>(sg, at, n, dec, sc);
         const __mmask16 valid0 = n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1u);
         const __mmask16 valid1 = n <= 16   ? __mmask16(0)

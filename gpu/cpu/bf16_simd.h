@@ -218,14 +218,16 @@ inline void stageFp8Rows(const std::uint8_t* src, std::int64_t stride, int n, in
 /// into a contiguous `rows`-row bf16 tile at dst whose rows past n are zero.
 inline void stageRows(const RowMap& src, int n, int rows, int width, bool fp8, Fp8Decoder dec,
                       std::uint16_t* dst) {
-    for (int g = 0; g < rows; g += 16) {
-        const int m = std::clamp(n - g, 0, 16);
+    const int step = src.group(); // rows evenly strided in the source
+    for (int g = 0; g < rows; g += step) {
+        const int m = std::clamp(n - g, 0, step);
         std::uint16_t* d = dst + std::ptrdiff_t(g) * width;
         if (fp8 && m > 0) {
-            stageFp8Rows(src.row(g), src.stride, m, 16, width, d, dec);
+            stageFp8Rows(src.row(g), src.stride, m, step, width, d, dec);
             continue;
         }
-        std::memset(d + std::ptrdiff_t(m) * width, 0, std::size_t(16 - m) * std::size_t(width) * 2);
+        std::memset(d + std::ptrdiff_t(m) * width, 0,
+                    std::size_t(step - m) * std::size_t(width) * 2);
         for (int i = 0; i < m; ++i)
             std::memcpy(d + std::ptrdiff_t(i) * width, src.row(g + i), std::size_t(width) * 2);
     }

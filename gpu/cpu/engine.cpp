@@ -184,7 +184,7 @@ private:
             return "unsupported key/value widths " + std::to_string(dq) + "/" +
                    std::to_string(s.valueDim()) + " for the CPU kernels";
         bf16Dot_ = bf16DotEnabled() && (s.dtype == KvDtype::Bf16 || s.dtype == KvDtype::Fp8E4m3);
-        amx_ = bf16Dot_ && amxServes(s.kind == Attention::Mla ? s.qHeads : s.groupSize());
+        amx_ = bf16Dot_ && amxServes(s.kind == Attention::Mla ? s.qHeads : s.groupSize(), s.dtype);
         // Splits: enough work items to keep every thread busy, at least 256 tokens each.
         streams_ = s.kind == Attention::Mla ? s.batch : s.batch * s.kvHeads;
         const std::int64_t want = 4 * std::int64_t(pool_.size());

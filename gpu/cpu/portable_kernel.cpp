@@ -209,9 +209,10 @@ KVSCOPE_INLINE void attendPortable(const Segment& sg, Scratch& sc) {
     sc.p.resize(std::size_t(R * T));
     sc.alpha.resize(std::size_t(R));
     float* kf = sc.k.data();
-    // Gathered tiles first (16 K and 16 V sub-streams in step, row_map.h's gatherPlan), then
-    // the rest of the segment in contiguous tiles. Tile i < gp.tiles is always full.
-    const GatherPlan gp = gatherPlan(sg, int(T));
+    // Gathered tiles first (8 K and 8 V sub-streams in step, as the vdpbf16ps kernel reads:
+    // row_map.h's gatherPlan), then the rest of the segment in contiguous tiles. Tile i <
+    // gp.tiles is always full.
+    const GatherPlan gp = gatherPlan(sg, int(T), 3);
     const std::int64_t tail = gp.tailStart(sg);
     const std::int64_t tiles = gp.tiles + (sg.t1 - tail + T - 1) / T;
     for (std::int64_t i = 0; i < tiles; ++i) {

@@ -1,4 +1,4 @@
-// Where a CPU kernel reads the K and V rows of a tile: contiguous, or gathered from 16
+// Where a CPU kernel reads the K and V rows of a tile: contiguous, or gathered from 8 or 16
 // sub-streams of the segment (RowMap, GatherPlan). Plain C++, no intrinsics: the bf16, AMX and
 // portable kernels share it, and the portable kernel builds for any x86-64 or other CPU.
 #pragma once
@@ -10,40 +10,50 @@
 namespace kvscope::gpu::detail::cpu {
 
 /// Where the K or V rows of a tile (the bf16 and portable kernels' 32 tokens) or a block (the
-/// AMX kernel's 32 or 64) live: row r at base + (r / 16) posStride + (r % 16) stride, so every 16
-/// rows are evenly strided (one tile load, one score call).
-/// - Contiguous rows: posStride = 16 stride.
-/// - Gathered (see gatherPlan): row r is token (r / 16) of this tile in sub-stream r % 16 of the
-///   segment, so each 16-row load reads 16 streams in step. The softmax does not depend on the
+/// AMX kernel's 32 or 64) live, in groups of G = 2^shift rows: row r at base + (r / G) posStride
+/// + (r % G) stride, so every G rows are evenly strided (one AMX tile load at G 16, one score
+/// call at G 8).
+/// - Contiguous rows: posStride = G stride.
+/// - Gathered (see gatherPlan): row r is token (r / G) of this tile in sub-stream r % G of the
+///   segment, so each G-row load reads G streams in step. The softmax does not depend on the
 ///   order of the tokens, only on each score meeting its own V row, and both maps agree.
+/// G 16 for the AMX kernel (a tile load takes 16 evenly strided rows), 8 for the others.
 struct RowMap {
     const std::uint8_t* base = nullptr;
     std::int64_t stride = 0, posStride = 0;
-    const std::uint8_t* row(int r) const { return base + (r >> 4) * posStride + (r & 15) * stride; }
-    static RowMap contiguous(const std::uint8_t* p, std::int64_t rowBytes) {
-        return {p, rowBytes, 16 * rowBytes};
+    int shift = 4;
+    const std::uint8_t* row(int r) const {
+        return base + (r >> shift) * posStride + (r & ((1 << shift) - 1)) * stride;
+    }
+    int group() const { return 1 << shift; }
+    static RowMap contiguous(const std::uint8_t* p, std::int64_t rowBytes, int shift = 4) {
+        return {p, rowBytes, (std::int64_t(1) << shift) * rowBytes, shift};
     }
 };
 
-/// The gathered part of a segment, for tiles of `tileRows` tokens (a multiple of 16): 16
-/// sub-streams of subLen = tileRows / 16 x tiles tokens each, side by side from t0; tile i
-/// takes tokens [i tileRows / 16, (i + 1) tileRows / 16) of every sub-stream. The tokens from
-/// t0 + 16 subLen on (fewer than tileRows) are read as contiguous tiles. Why: a tile from one
+/// The gathered part of a segment, for tiles of `tileRows` tokens (a multiple of G = 2^shift):
+/// G sub-streams of subLen = tileRows / G x tiles tokens each, side by side from t0; tile i takes
+/// tokens [i tileRows / G, (i + 1) tileRows / G) of every sub-stream. The tokens from
+/// t0 + G subLen on (fewer than tileRows) are read as contiguous tiles. Why: a tile from one
 /// place reads two streams (K and V) per thread, and on the Intel VM of NOTES.md ("seventh
-/// session") reading the same bytes as 16 K + 16 V streams in step took 0.65-0.80 of the time
-/// of 2 (one core's L2 streamer keeps many streams in flight, one stream's prefetch runs
-/// dry while the core computes). KVSCOPE_CPU_GATHER=0 reads every tile contiguously (A/B).
+/// session") reading the same bytes as G K + G V streams in step took 0.65-0.74 (G 8) or 0.80
+/// (G 16) of the time of 2 (one core's L2 streamer keeps many streams in flight, one stream's
+/// prefetch runs dry while the core computes). KVSCOPE_CPU_GATHER=0 reads every tile
+/// contiguously (A/B).
 struct GatherPlan {
     std::int64_t tiles = 0, subLen = 0;
+    int shift = 4; // 2^shift sub-streams
     template <class Seg> RowMap keys(const Seg& sg, std::int64_t i, int tileRows) const {
-        return {sg.keys + (sg.t0 + i * (tileRows / 16)) * sg.keyRowBytes, subLen * sg.keyRowBytes,
-                sg.keyRowBytes};
+        return {sg.keys + (sg.t0 + i * (tileRows >> shift)) * sg.keyRowBytes,
+                subLen * sg.keyRowBytes, sg.keyRowBytes, shift};
     }
     template <class Seg> RowMap values(const Seg& sg, std::int64_t i, int tileRows) const {
-        return {sg.values + (sg.t0 + i * (tileRows / 16)) * sg.valueRowBytes,
-                subLen * sg.valueRowBytes, sg.valueRowBytes};
+        return {sg.values + (sg.t0 + i * (tileRows >> shift)) * sg.valueRowBytes,
+                subLen * sg.valueRowBytes, sg.valueRowBytes, shift};
     }
-    template <class Seg> std::int64_t tailStart(const Seg& sg) const { return sg.t0 + 16 * subLen; }
+    template <class Seg> std::int64_t tailStart(const Seg& sg) const {
+        return sg.t0 + (std::int64_t(1) << shift) * subLen;
+    }
 };
 inline bool gatherEnabled() {
     static const bool on = [] {
@@ -52,12 +62,13 @@ inline bool gatherEnabled() {
     }();
     return on;
 }
-template <class Seg> inline GatherPlan gatherPlan(const Seg& sg, int tileRows) {
+template <class Seg> inline GatherPlan gatherPlan(const Seg& sg, int tileRows, int shift = 4) {
     GatherPlan g;
+    g.shift = shift;
     if (!gatherEnabled())
         return g;
     g.tiles = (sg.t1 - sg.t0) / tileRows;
-    g.subLen = g.tiles * (tileRows / 16);
+    g.subLen = g.tiles * (tileRows >> shift);
     return g;
 }
 
