@@ -5,6 +5,7 @@
 #include "gpu/cpu/amx_kernel.h"
 #include "gpu/engine.h"
 #include "gpu/measurement_json.h"
+#include "wrapped_engine.h"
 
 #include <QTemporaryDir>
 #include <QtTest>
@@ -19,31 +20,20 @@ Q_DECLARE_METATYPE(kvscope::gpu::DecodeShape)
 namespace {
 
 /// Wraps the CPU engine and breaks it on purpose, to prove the harness notices.
-class BrokenEngine final : public detail::Engine {
+class BrokenEngine final : public kvscope::gpu::testing::WrappedCpuEngine {
 public:
     enum Fault { SkipRun, OffByOne };
-    explicit BrokenEngine(Fault f) : inner_(detail::makeCpuEngine()), fault_(f) {}
+    explicit BrokenEngine(Fault f) : fault_(f) {}
     std::string backendName() const override { return "broken"; }
-    std::vector<DeviceInfo> devices() const override { return inner_->devices(); }
-    std::string supports(const DecodeShape& s) const override { return inner_->supports(s); }
-    Ceilings measureCeilings(const Progress& p) override { return inner_->measureCeilings(p); }
-    std::int64_t cacheBytes() const override { return inner_->cacheBytes(); }
-    std::int64_t memoryBudgetBytes() const override { return inner_->memoryBudgetBytes(); }
     std::string prepare(const DecodeShape& s, int sets, std::uint64_t seed) override {
         return inner_->prepare(s, sets, seed + (fault_ == OffByOne ? 1 : 0)); // wrong inputs
     }
-    std::string poisonOutput() override { return inner_->poisonOutput(); }
     std::string run(int set) override {
         return fault_ == SkipRun ? std::string() : inner_->run(set);
     }
-    std::string timeRun(int set, double* t) override { return inner_->timeRun(set, t); }
-    std::string readOutput(std::vector<float>* out) override { return inner_->readOutput(out); }
     std::string kernelName() const override { return "broken"; }
-    int splits() const override { return 1; }
-    void release() override { inner_->release(); }
 
 private:
-    std::unique_ptr<detail::Engine> inner_;
     Fault fault_;
 };
 

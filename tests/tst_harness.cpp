@@ -4,6 +4,7 @@
 #include "decode_shapes.h"
 #include "gpu/backend.h"
 #include "gpu/engine.h"
+#include "wrapped_engine.h"
 
 #include <QtTest>
 #include <vector>
@@ -15,15 +16,12 @@ namespace {
 
 /// Pieces read 200, 210, 220, ... MB/s in call order (kernels "k0" / "k1" in turn); repeat r
 /// runs at kFractions[r] of the piece after it, the faster of its two neighbours.
-class ScriptedEngine final : public detail::Engine {
+class ScriptedEngine final : public kvscope::gpu::testing::WrappedCpuEngine {
 public:
     static constexpr double kFractions[7] = {0.60, 0.58, 0.56, 0.54, 0.52, 0.50, 0.48};
     static double pieceRate(int i) { return (20.0 + i) * 1e7; } // slow: 80 ms repeats
 
-    ScriptedEngine() : inner_(detail::makeCpuEngine()) {}
     std::string backendName() const override { return "scripted"; }
-    std::vector<DeviceInfo> devices() const override { return inner_->devices(); }
-    std::string supports(const DecodeShape& s) const override { return inner_->supports(s); }
     Ceilings measureCeilings(const Progress&) override {
         Ceilings c;
         c.ok = true;
@@ -36,25 +34,18 @@ public:
         return true;
     }
     std::int64_t cacheBytes() const override { return 1 << 20; }
-    std::int64_t memoryBudgetBytes() const override { return inner_->memoryBudgetBytes(); }
     std::string prepare(const DecodeShape& s, int sets, std::uint64_t seed) override {
         bytes_ = countDecode(s).bytes;
         return inner_->prepare(s, sets, seed);
     }
-    std::string poisonOutput() override { return inner_->poisonOutput(); }
-    std::string run(int set) override { return inner_->run(set); }
     std::string timeRun(int set, double* t) override {
         const int r = repeats_++;
         *t = bytes_ / (kFractions[r % 7] * pieceRate(r + 1)); // the piece after this repeat
         return inner_->run(set);
     }
-    std::string readOutput(std::vector<float>* out) override { return inner_->readOutput(out); }
     std::string kernelName() const override { return "scripted"; }
-    int splits() const override { return 1; }
-    void release() override { inner_->release(); }
 
 private:
-    std::unique_ptr<detail::Engine> inner_;
     double bytes_ = 0;
     int pieces_ = 0, repeats_ = 0;
 };

@@ -83,25 +83,50 @@ template <int DK> void prepareQ(const SegmentBf16& sg, int groups, ScratchAmx& s
 
 /// Raw scores of the block's n <= 32 tokens for every group into sc.st (token rows of 16
 /// lanes): two 16-token accumulators share each Q^T tile; the two K tiles alternate so a load
-/// does not wait for the product reading the other.
+/// does not wait for the product reading the other. Groups go in pairs where there are two
+/// (more than 16 query rows: every tile is 16 rows then), so each K tile is loaded once for 32
+/// query rows: accumulators 0, 1 and 4, 5, Q^T tiles 3 and 6.
 template <int DK>
 KVSCOPE_AMX_TARGET __attribute__((noinline)) void scoreBlock(const RowMap& k, int groups, int block,
                                                              ScratchAmx& sc) {
     constexpr int NKC = DK / 32;
-    for (int grp = 0; grp < groups; ++grp)
+    auto qt = [&](int grp, int c) { return sc.qt.data() + (grp * NKC + c) * kTileB; };
+    auto st = [&](int grp, int h) { return sc.st.data() + (grp * block + h) * 16; };
+    int grp = 0;
+    for (; grp + 2 <= groups; grp += 2)
+        for (int h = 0; h < block; h += 32) {
+            _tile_zero(0);
+            _tile_zero(1);
+            _tile_zero(4);
+            _tile_zero(5);
+            for (int c = 0; c < NKC; ++c) {
+                _tile_loadd(3, qt(grp, c), 64);
+                _tile_loadd(6, qt(grp + 1, c), 64);
+                _tile_loadd(2, k.row(h) + c * 64, k.stride);
+                _tile_dpbf16ps(0, 2, 3);
+                _tile_dpbf16ps(4, 2, 6);
+                _tile_loadd(7, k.row(h + 16) + c * 64, k.stride);
+                _tile_dpbf16ps(1, 7, 3);
+                _tile_dpbf16ps(5, 7, 6);
+            }
+            _tile_stored(0, st(grp, h), 64);
+            _tile_stored(1, st(grp, h) + 256, 64);
+            _tile_stored(4, st(grp + 1, h), 64);
+            _tile_stored(5, st(grp + 1, h) + 256, 64);
+        }
+    for (; grp < groups; ++grp)
         for (int h = 0; h < block; h += 32) {
             _tile_zero(0);
             _tile_zero(1);
             for (int c = 0; c < NKC; ++c) {
-                _tile_loadd(3, sc.qt.data() + (grp * NKC + c) * kTileB, 64);
+                _tile_loadd(3, qt(grp, c), 64);
                 _tile_loadd(2, k.row(h) + c * 64, k.stride);
                 _tile_dpbf16ps(0, 2, 3);
                 _tile_loadd(7, k.row(h + 16) + c * 64, k.stride);
                 _tile_dpbf16ps(1, 7, 3);
             }
-            float* st = sc.st.data() + (grp * block + h) * 16;
-            _tile_stored(0, st, 64);
-            _tile_stored(1, st + 256, 64);
+            _tile_stored(0, st(grp, h), 64);
+            _tile_stored(1, st(grp, h) + 256, 64);
         }
 }
 
