@@ -1,9 +1,11 @@
 // The measurement overlay driven through the real MainWindow (offscreen), on the CPU backend:
 // measured points on the roofline, a measurements file at start, cancelling, the newest job
 // winning, measured steps on the step plot and the job built for the window's state.
+#include "core/format.h"
 #include "core/model/presets.h"
 #include "core/model/weights.h"
 #include "gpu/backend.h"
+#include "gpu/measure_table.h"
 #include "gpu/measurement_json.h"
 #include "gpu/measureplan.h"
 #include "testutils.h"
@@ -78,6 +80,19 @@ private Q_SLOTS:
         QVERIFY(points[0].achievedFlopPerS > 0);
         QVERIFY(points[1].intensityFlopPerByte > points[0].intensityFlopPerByte);
         QVERIFY(points[0].tooltip.contains(QStringLiteral("µs")));
+        // The table's figures: % of the point's own (paired) read ceiling and of the roof.
+        const gpu::Measurement& mha = m->results().points.front();
+        const gpu::RoofPlacement r = gpu::placePoint(mha, m->results().ceilings);
+        QVERIFY2(points[0].tooltip.contains(
+                     QStringLiteral("%1 % of the read ceiling")
+                         .arg(QString::fromStdString(kvscope::fixed(100.0 * r.fractionRead, 0)))),
+                 qPrintable(points[0].tooltip));
+        QVERIFY2(points[0].tooltip.contains(QStringLiteral("paired with the repeats")),
+                 qPrintable(points[0].tooltip));
+        QVERIFY2(points[0].tooltip.contains(
+                     QStringLiteral("%1 % of the roof")
+                         .arg(QString::fromStdString(kvscope::fixed(100.0 * r.fractionRoof, 0)))),
+                 qPrintable(points[0].tooltip));
         QVERIFY(m->results().ceilings.readBytesPerSecond > 0);
         w->renderNow();
 

@@ -1,6 +1,7 @@
 #include "ui/measure.h"
 
 #include "core/format.h"
+#include "gpu/measure_table.h"
 #include "gpu/measureplan.h"
 #include "ui/mainwindow.h"
 #include "ui/rooflineplot.h"
@@ -41,12 +42,26 @@ QVector<MeasuredPoint> measuredPoints(const gpu::MeasurementSet& set) {
                 .arg(p.variant, q(set.device.empty() ? set.backend : set.device), q(m.kernel),
                      q(gpu::describe(m.shape)), q(fixed(m.medianSeconds * 1e6, 1)),
                      QString::number(m.repeats), q(humanBandwidth(m.bytesPerSecond)));
-        if (bw > 0)
-            tip += QStringLiteral(" (%1 % of the measured ceiling)")
-                       .arg(q(fixed(100.0 * m.bytesPerSecond / bw, 0)));
-        tip += QStringLiteral("<br>achieved %1 at %2 FLOP/byte<br>max rel. error %3")
-                   .arg(q(humanFlops(m.flopPerSecond)), q(fixed(m.intensityFlopPerByte, 2)),
-                        QString::number(m.maxRelError, 'e', 1));
+        // The table's figures (gpu/measure_table.h): the point against its own ceilings (the
+        // read ceiling paired with its repeats), else the set's.
+        const gpu::RoofPlacement r = gpu::placePoint(m, set.ceilings);
+        const double ceiling = m.readCeiling() > 0 ? m.readCeiling() : bw;
+        if (ceiling > 0)
+            tip += QStringLiteral(" (%1 % of the read ceiling, %2%3)")
+                       .arg(q(fixed(100.0 * r.fractionRead, 0)), q(humanBandwidth(ceiling)),
+                            m.readCeilingPaired > 0 ? QStringLiteral(", paired with the repeats")
+                                                    : QString());
+        tip += QStringLiteral("<br>achieved %1 at %2 FLOP/byte")
+                   .arg(q(humanFlops(m.flopPerSecond)), q(fixed(m.intensityFlopPerByte, 2)));
+        if (r.roof > 0)
+            tip += QStringLiteral(": %1 % of the roof (%2-bound)")
+                       .arg(q(fixed(100.0 * r.fractionRoof, 0)),
+                            r.computeBound ? QStringLiteral("compute") : QStringLiteral("memory"));
+        if (r.aboveCeiling)
+            tip += QStringLiteral("<br><b>above its ceiling</b>: a bug in the ceilings or counts");
+        if (m.unstable)
+            tip += QStringLiteral("<br>unstable: the repeats spread too wide; rerun when quiet");
+        tip += QStringLiteral("<br>max rel. error %1").arg(QString::number(m.maxRelError, 'e', 1));
         p.tooltip = tip;
         out.push_back(p);
     }
