@@ -71,7 +71,7 @@ KVSCOPE_BF16_TARGET inline void pvBlock(ScratchBf16& sc, std::int64_t r, const R
         }
         for (int pr = 0; pr < pairs; ++pr) {
             const std::uint8_t* a = v.row(2 * pr) + cb * 32;
-            const std::uint8_t* b = a + v.stride; // row 2pr + 1: the same 16-row group
+            const std::uint8_t* b = a + v.stride; // row 2pr + 1: the same group of rows
             __m512i bc[RB];
             for (int rb = 0; rb < RB; ++rb)
                 bc[rb] = _mm512_set1_epi32(int(p[std::size_t((r + rb) * kBf16Tile / 2 + pr)]));
