@@ -333,21 +333,14 @@ KVSCOPE_AMX_TARGET void attendAmxImpl(const SegmentBf16& sg, ScratchAmx& sc) {
     loadAttentionConfig(groups == 1 ? R : 16);
     // Gathered blocks first (16 K and 16 V streams in step, row_map.h's gatherPlan), then
     // the rest of the segment in contiguous blocks.
-    const GatherPlan gp = gatherPlan(sg, kBlock);
-    const std::int64_t tail = gp.tailStart(sg);
-    const std::int64_t blocks = gp.tiles + (sg.t1 - tail + kBlock - 1) / kBlock;
-    for (std::int64_t i = 0; i < blocks; ++i) {
-        const std::int64_t t = tail + (i - gp.tiles) * kBlock; // contiguous blocks only
-        const int n = i < gp.tiles ? kBlock : int(std::min<std::int64_t>(kBlock, sg.t1 - t));
-        RowMap k = i < gp.tiles ? gp.keys(sg, i, kBlock)
-                                : RowMap::contiguous(sg.keys + t * sg.keyRowBytes, sg.keyRowBytes);
-        RowMap v = i < gp.tiles
-                       ? gp.values(sg, i, kBlock)
-                       : RowMap::contiguous(sg.values + t * sg.valueRowBytes, sg.valueRowBytes);
+    const GatherPlan gp = gatherPlan(sg, kBlock, kAmxGatherShift);
+    for (std::int64_t i = 0; i < gp.count(sg); ++i) {
+        auto [k, v, n] = gp.tile(sg, i);
         bool vFp8 = fp8;
         if (fp8 || n < kBlock) { // decode, or pad so no tile reads past the segment
             stageRows(k, n, kBlock, DK, fp8, dec, sc.kTile.data());
-            k = RowMap::contiguous(reinterpret_cast<const std::uint8_t*>(sc.kTile.data()), DK * 2);
+            k = RowMap::contiguous(reinterpret_cast<const std::uint8_t*>(sc.kTile.data()), DK * 2,
+                                   kAmxGatherShift);
             if (mla) { // V is the decoded latent's first DV elements
                 v = k;
                 vFp8 = false;

@@ -45,10 +45,6 @@ KVSCOPE_BF16_TARGET inline __attribute__((always_inline)) __m512 transposeSum16(
 }
 
 constexpr std::int64_t kBf16Tile = 32; // tokens per tile: two 16-lane score vectors per row
-/// Rows in groups of 8 (row_map.h): gathered tiles read 8 K and 8 V sub-streams in step. Paired
-/// DRAM A/B against 16 + 16 (NOTES.md, "seventh session"): g 1 0.93-0.96, g 2 0.91-0.95, fp8
-/// g 1 0.72-0.90 of the time; in L2 0.98.
-constexpr int kRowShift = 3;
 
 /// O[r..r+RB) = alpha * O + P V over `pairs` token pairs of the tile. V rows 2p and 2p+1 are
 /// interleaved in registers (vpunpckl/hwd) so vdpbf16ps adds two tokens per lane; each pass
@@ -225,14 +221,14 @@ KVSCOPE_BF16_TARGET inline TileRows tileRows(const SegmentBf16& sg, TileRows tr,
     sc.kTile.resize(std::size_t(T * DK));
     stageRows(tr.k, n, T, DK, fp8, dec, sc.kTile.data());
     tr.k = RowMap::contiguous(reinterpret_cast<const std::uint8_t*>(sc.kTile.data()), DK * 2,
-                              kRowShift);
+                              kGatherShift);
     if (sg.values == sg.keys) {
         tr.v = tr.k;
     } else {
         sc.vTile.resize(std::size_t(T * DV));
         stageRows(tr.v, n, T, DV, fp8, dec, sc.vTile.data());
         tr.v = RowMap::contiguous(reinterpret_cast<const std::uint8_t*>(sc.vTile.data()), DV * 2,
-                                  kRowShift);
+                                  kGatherShift);
     }
     return tr;
 }
@@ -307,19 +303,11 @@ KVSCOPE_BF16_TARGET void attendBf16Impl(const SegmentBf16& sg, ScratchBf16& sc) 
     const Fp8Decoder dec = sg.dtype != KvDtype::Bf16 ? fp8Decoder() : Fp8Decoder::Table;
     // Gathered tiles first (8 K and 8 V streams in step, row_map.h's gatherPlan), then
     // the rest of the segment in contiguous tiles.
-    const GatherPlan gp = gatherPlan(sg, T, kRowShift);
-    const std::int64_t tail = gp.tailStart(sg);
-    const std::int64_t tiles = gp.tiles + (sg.t1 - tail + T - 1) / T;
-    for (std::int64_t i = 0; i < tiles; ++i) {
-        const std::int64_t t = tail + (i - gp.tiles) * T; // contiguous tiles only
-        const int n = i < gp.tiles ? T : int(std::min<std::int64_t>(T, sg.t1 - t));
-        const TileRows at = i < gp.tiles
-                                ? TileRows{gp.keys(sg, i, T), gp.values(sg, i, T)}
-                                : TileRows{RowMap::contiguous(sg.keys + t * sg.keyRowBytes,
-                                                              sg.keyRowBytes, kRowShift),
-                                           RowMap::contiguous(sg.values + t * sg.valueRowBytes,
-                                                              sg.valueRowBytes, kRowShift)};
-        const TileRows tr = tileRows<DK, DV>(sg, at, n, dec, sc);
+    const GatherPlan gp = gatherPlan(sg, T);
+    for (std::int64_t i = 0; i < gp.count(sg); ++i) {
+        const GatherPlan::Tile at = gp.tile(sg, i);
+        const int n = at.n;
+        const TileRows tr = tileRows<DK, DV>(sg, {at.k, at.v}, n, dec, sc);
         const __mmask16 valid0 = n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1u);
         const __mmask16 valid1 = n <= 16   ? __mmask16(0)
                                  : n >= 32 ? __mmask16(0xffff)

@@ -275,9 +275,6 @@ Ceilings CeilingMeter::measure(const Progress& progress) {
     return c;
 }
 
-/// 2x the LLC of the buffer (at least 256 MiB) read once in consecutive pieces of pieceBytes
-/// (each split among the threads): the fastest piece's bytes/s. Every piece is cold: it was
-/// last read a whole spot measurement and a point's rotation (4x the LLC) ago.
 /// The spot pieces' part of the buffer: its first 2x LLC (at least 256 MiB).
 std::int64_t CeilingMeter::spotSpan() const {
     return std::clamp<std::int64_t>(2 * llc_, 256ll << 20, bufferBytes_);
@@ -289,6 +286,9 @@ std::int64_t CeilingMeter::pieceBytesPerThread(unsigned threads, std::int64_t pi
         kReadGranule);
 }
 
+/// 2x the LLC of the buffer (at least 256 MiB) read once in consecutive pieces of pieceBytes
+/// (each split among the threads): the fastest piece's bytes/s. Every piece is cold: it was
+/// last read a whole spot measurement and a point's rotation (4x the LLC) ago.
 double CeilingMeter::fastestPiece(const ReadKernel& k, unsigned threads, std::int64_t pieceBytes) {
     const std::int64_t perThread = pieceBytesPerThread(threads, pieceBytes);
     const std::int64_t piece = perThread * threads;

@@ -1,4 +1,4 @@
-// The portable kernel (see portable_kernel.h). Per 32-token tile (gathered from 16 sub-streams of
+// The portable kernel (see portable_kernel.h). Per 32-token tile (gathered from 8 sub-streams of
 // the segment, row_map.h; the last tokens in contiguous tiles), the K and V rows are decoded
 // to fp32 once for all rows, then three phases run over all rows so independent rows overlap in
 // the core: scores (W tokens per transpose tree), the online-softmax update (one max and one
@@ -212,25 +212,16 @@ KVSCOPE_INLINE void attendPortable(const Segment& sg, Scratch& sc) {
     // Gathered tiles first (8 K and 8 V sub-streams in step, as the vdpbf16ps kernel reads:
     // row_map.h's gatherPlan), then the rest of the segment in contiguous tiles. Tile i <
     // gp.tiles is always full.
-    const GatherPlan gp = gatherPlan(sg, int(T), 3);
-    const std::int64_t tail = gp.tailStart(sg);
-    const std::int64_t tiles = gp.tiles + (sg.t1 - tail + T - 1) / T;
-    for (std::int64_t i = 0; i < tiles; ++i) {
-        const bool gathered = i < gp.tiles;
-        const std::int64_t t = tail + (i - gp.tiles) * T; // contiguous tiles only
-        const std::int64_t n = gathered ? T : std::min(T, sg.t1 - t);
-        const RowMap kRows = gathered
-                                 ? gp.keys(sg, i, int(T))
-                                 : RowMap::contiguous(sg.keys + t * sg.keyRowBytes, sg.keyRowBytes);
-        decodeTile(sg.dtype, kRows, n, DK, kf);
+    const GatherPlan gp = gatherPlan(sg, int(T));
+    for (std::int64_t i = 0; i < gp.count(sg); ++i) {
+        const GatherPlan::Tile at = gp.tile(sg, i);
+        const std::int64_t n = at.n;
+        decodeTile(sg.dtype, at.k, n, DK, kf);
         std::fill(kf + n * DK, kf + T * DK, 0.0f); // rows past the end (their scores are masked)
         const float* vf = kf;
         std::int64_t vStride = DK;
         if (!shared) {
-            const RowMap vRows =
-                gathered ? gp.values(sg, i, int(T))
-                         : RowMap::contiguous(sg.values + t * sg.valueRowBytes, sg.valueRowBytes);
-            decodeTile(sg.dtype, vRows, n, DV, sc.v.data());
+            decodeTile(sg.dtype, at.v, n, DV, sc.v.data());
             vf = sc.v.data();
             vStride = DV;
         }

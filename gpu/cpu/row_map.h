@@ -3,6 +3,7 @@
 // portable kernels share it, and the portable kernel builds for any x86-64 or other CPU.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -26,10 +27,17 @@ struct RowMap {
         return base + (r >> shift) * posStride + (r & ((1 << shift) - 1)) * stride;
     }
     int group() const { return 1 << shift; }
-    static RowMap contiguous(const std::uint8_t* p, std::int64_t rowBytes, int shift = 4) {
+    static RowMap contiguous(const std::uint8_t* p, std::int64_t rowBytes, int shift) {
         return {p, rowBytes, (std::int64_t(1) << shift) * rowBytes, shift};
     }
 };
+
+/// Sub-streams of a gathered tile, as a shift: 8 for the vdpbf16ps and portable kernels (their
+/// score calls take 8 or 16 rows, P·V pairs of rows; against 16: g 1 0.93-0.96, g 2 0.91-0.95,
+/// fp8 g 1 0.72-0.90 of the time from DRAM, 0.98 in L2, NOTES.md "seventh session"), 16 for the
+/// AMX kernel (kAmxGatherShift: a tile load takes 16 evenly strided rows).
+constexpr int kGatherShift = 3;
+constexpr int kAmxGatherShift = 4;
 
 /// The gathered part of a segment, for tiles of `tileRows` tokens (a multiple of G = 2^shift):
 /// G sub-streams of subLen = tileRows / G x tiles tokens each, side by side from t0; tile i takes
@@ -41,15 +49,31 @@ struct RowMap {
 /// prefetch runs dry while the core computes). KVSCOPE_CPU_GATHER=0 reads every tile
 /// contiguously (A/B).
 struct GatherPlan {
-    std::int64_t tiles = 0, subLen = 0;
-    int shift = 4; // 2^shift sub-streams
-    template <class Seg> RowMap keys(const Seg& sg, std::int64_t i, int tileRows) const {
-        return {sg.keys + (sg.t0 + i * (tileRows >> shift)) * sg.keyRowBytes,
-                subLen * sg.keyRowBytes, sg.keyRowBytes, shift};
+    std::int64_t tiles = 0, subLen = 0;      // gathered tiles, tokens per sub-stream
+    int tileRows = 32, shift = kGatherShift; // 2^shift sub-streams
+
+    /// Tile i's K and V rows and its valid rows n: gathered (always full) for i < tiles, then
+    /// contiguous from t0 + 2^shift subLen on (the last one maybe partial).
+    struct Tile {
+        RowMap k, v;
+        int n = 0;
+    };
+    template <class Seg> Tile tile(const Seg& sg, std::int64_t i) const {
+        const std::int64_t per = tileRows >> shift; // tokens of each sub-stream per tile
+        if (i < tiles)
+            return {{sg.keys + (sg.t0 + i * per) * sg.keyRowBytes, subLen * sg.keyRowBytes,
+                     sg.keyRowBytes, shift},
+                    {sg.values + (sg.t0 + i * per) * sg.valueRowBytes, subLen * sg.valueRowBytes,
+                     sg.valueRowBytes, shift},
+                    tileRows};
+        const std::int64_t t = tailStart(sg) + (i - tiles) * tileRows;
+        return {RowMap::contiguous(sg.keys + t * sg.keyRowBytes, sg.keyRowBytes, shift),
+                RowMap::contiguous(sg.values + t * sg.valueRowBytes, sg.valueRowBytes, shift),
+                int(std::min<std::int64_t>(tileRows, sg.t1 - t))};
     }
-    template <class Seg> RowMap values(const Seg& sg, std::int64_t i, int tileRows) const {
-        return {sg.values + (sg.t0 + i * (tileRows >> shift)) * sg.valueRowBytes,
-                subLen * sg.valueRowBytes, sg.valueRowBytes, shift};
+    /// Tiles of the segment, gathered and contiguous.
+    template <class Seg> std::int64_t count(const Seg& sg) const {
+        return tiles + (sg.t1 - tailStart(sg) + tileRows - 1) / tileRows;
     }
     template <class Seg> std::int64_t tailStart(const Seg& sg) const {
         return sg.t0 + (std::int64_t(1) << shift) * subLen;
@@ -62,8 +86,10 @@ inline bool gatherEnabled() {
     }();
     return on;
 }
-template <class Seg> inline GatherPlan gatherPlan(const Seg& sg, int tileRows, int shift = 4) {
+template <class Seg>
+inline GatherPlan gatherPlan(const Seg& sg, int tileRows, int shift = kGatherShift) {
     GatherPlan g;
+    g.tileRows = tileRows;
     g.shift = shift;
     if (!gatherEnabled())
         return g;
