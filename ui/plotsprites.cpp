@@ -76,11 +76,9 @@ void stamp(QCPPainter* painter, const QRect& bounds, std::vector<double> key,
         paint(painter);
         return;
     }
-    const QPointF whole(std::floor(t.dx()), std::floor(t.dy()));
-    const int px = static_cast<int>(std::lround((t.dx() - whole.x()) * 64));
-    const int py = static_cast<int>(std::lround((t.dy() - whole.y()) * 64));
+    const PixelPhase ph = pixelPhase(t.dx(), t.dy());
     const bool aa = painter->antialiasing();
-    key.insert(key.end(), {double(px), double(py), double(aa), double(bounds.x()),
+    key.insert(key.end(), {double(ph.px), double(ph.py), double(aa), double(bounds.x()),
                            double(bounds.y()), double(bounds.width()), double(bounds.height())});
     StampKey k{std::move(key)};
     static QCache<StampKey, QPixmap> sprites(32 * 1024); // KiB
@@ -91,18 +89,18 @@ void stamp(QCPPainter* painter, const QRect& bounds, std::vector<double> key,
         QCPPainter sp(img);
         sp.setAntialiasing(aa);
         // The target's state: its antialiasing flag, and its transform but for whole pixels.
-        sp.setTransform(
-            QTransform::fromTranslate(px / 64.0 - bounds.left(), py / 64.0 - bounds.top()));
+        sp.setTransform(QTransform::fromTranslate(ph.phase().x() - bounds.left(),
+                                                  ph.phase().y() - bounds.top()));
         paint(&sp);
         sp.end();
         pm = img;
-        if (!sprites.insert(k, img, std::max<qsizetype>(1, img->width() * img->height() / 256))) {
+        if (!cacheSprite(sprites, k, img)) {
             paint(painter); // larger than the whole cache
             return;
         }
     }
     painter->setTransform(
-        QTransform::fromTranslate(whole.x() + bounds.left(), whole.y() + bounds.top()));
+        QTransform::fromTranslate(ph.whole.x() + bounds.left(), ph.whole.y() + bounds.top()));
     painter->drawPixmap(QPointF(0, 0), *pm);
     painter->setTransform(t);
 }

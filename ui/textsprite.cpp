@@ -97,6 +97,14 @@ double cachedAdvance(const QFont& font, const QString& text) {
                 [&] { return QFontMetricsF(font).horizontalAdvance(text); });
 }
 
+PixelPhase pixelPhase(double dx, double dy) {
+    PixelPhase ph;
+    ph.whole = QPointF(std::floor(dx), std::floor(dy));
+    ph.px = static_cast<int>(std::lround((dx - ph.whole.x()) * 64));
+    ph.py = static_cast<int>(std::lround((dy - ph.whole.y()) * 64));
+    return ph;
+}
+
 bool isRaster(const QPainter& p) {
     return p.paintEngine() && p.paintEngine()->type() == QPaintEngine::Raster;
 }
@@ -112,10 +120,8 @@ void drawText(QPainter& p, const TextLook& look) {
         return;
     }
     const QTransform linear(dev.m11(), dev.m12(), dev.m21(), dev.m22(), 0, 0);
-    const QPointF whole(std::floor(dev.dx()), std::floor(dev.dy()));
-    const int px = static_cast<int>(std::lround((dev.dx() - whole.x()) * 64));
-    const int py = static_cast<int>(std::lround((dev.dy() - whole.y()) * 64));
-    const QPointF phase(px / 64.0, py / 64.0);
+    const PixelPhase ph = pixelPhase(dev.dx(), dev.dy());
+    const QPointF phase = ph.phase();
     // Glyphs overhang their advance; a box's pen straddles its edge.
     const double m = 2 + QFontMetricsF(look.font).height() / 4 + look.boxPen.widthF();
     const QRectF bounds =
@@ -124,7 +130,8 @@ void drawText(QPainter& p, const TextLook& look) {
     if (box.isEmpty())
         return;
     const bool aa = p.testRenderHint(QPainter::Antialiasing);
-    const SpriteKey key{look, linear.m11(), linear.m12(), linear.m21(), linear.m22(), px, py, aa};
+    const SpriteKey key{look,         linear.m11(), linear.m12(), linear.m21(),
+                        linear.m22(), ph.px,        ph.py,        aa};
     static QCache<SpriteKey, QPixmap> sprites(16 * 1024); // KiB
     const QPixmap* pm = sprites.object(key);
     if (!pm) {
@@ -137,17 +144,17 @@ void drawText(QPainter& p, const TextLook& look) {
         paintLook(sp, look);
         sp.end();
         pm = img;
-        if (!sprites.insert(key, img, std::max<qsizetype>(1, img->width() * img->height() / 256)))
-            pm = nullptr; // larger than the whole cache: QCache deleted it
+        if (!cacheSprite(sprites, key, img))
+            pm = nullptr;
     }
     if (!pm) {
         paintLook(p, look);
         return;
     }
     // Device pixels: undo the device's scale, then move by whole pixels only.
-    p.setTransform(
-        QTransform::fromScale(1 / dpr, 1 / dpr) *
-        QTransform::fromTranslate((whole.x() + box.left()) / dpr, (whole.y() + box.top()) / dpr));
+    p.setTransform(QTransform::fromScale(1 / dpr, 1 / dpr) *
+                   QTransform::fromTranslate((ph.whole.x() + box.left()) / dpr,
+                                             (ph.whole.y() + box.top()) / dpr));
     p.drawPixmap(QPointF(0, 0), *pm);
     p.setTransform(logical);
 }

@@ -5,11 +5,15 @@
 // (PDF, SVG, printers) get the text itself (isRaster).
 #pragma once
 
+#include <QCache>
 #include <QColor>
 #include <QFont>
 #include <QPen>
+#include <QPixmap>
+#include <QPointF>
 #include <QRect>
 #include <QString>
+#include <algorithm>
 
 class QPainter;
 class QPaintDevice;
@@ -42,6 +46,22 @@ QString cachedElided(const QFont& font, const QString& text, Qt::TextElideMode m
 double cachedAdvance(const QFont& font, const QString& text);
 /// Whether `p` paints pixels (a widget, pixmap or image) rather than vectors.
 bool isRaster(const QPainter& p);
+
+/// A device translation split into whole pixels, where a sprite is stamped, and the sub-pixel
+/// phase it is rendered at, to 1/64 px (QFixed's step, so glyph positions round as drawText's
+/// do). Text sprites and the plots' stamped lines and markers key their pixmaps on px, py.
+struct PixelPhase {
+    QPointF whole;
+    int px = 0, py = 0; ///< the phase in 1/64 px
+    QPointF phase() const { return {px / 64.0, py / 64.0}; }
+};
+PixelPhase pixelPhase(double dx, double dy);
+
+/// Inserts a rendered sprite into `cache` at its cost in KiB (32-bit pixels). False when it is
+/// larger than the whole cache: QCache has deleted it, so the caller paints directly.
+template <class Key> bool cacheSprite(QCache<Key, QPixmap>& cache, const Key& key, QPixmap* img) {
+    return cache.insert(key, img, std::max<qsizetype>(1, img->width() * img->height() / 256));
+}
 
 /// Paints `look` in `p`'s coordinates as drawRect(box) and drawText(rect, flags, text) would
 /// (p's render hints), from a cached sprite on raster targets.
