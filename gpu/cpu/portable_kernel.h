@@ -4,6 +4,7 @@
 #pragma once
 
 #include "gpu/backend.h"
+#include "gpu/cpu/buffer.h"
 
 #include <cstdint>
 #include <vector>
@@ -28,11 +29,14 @@ struct Segment {
     float* lse; // [rows], log2 domain
 };
 
+/// 64-byte aligned, so no vector load or store of a tile row splits over two cache lines.
 struct Scratch {
-    std::vector<float> k, v;     // the tile's K and V rows in fp32
-    std::vector<float> acc;      // [rows][valueDim]
-    std::vector<float> m, l;     // running max and sum per row
-    std::vector<float> p, alpha; // [rows][tile] probabilities, [rows] rescale of this tile
+    AlignedVector<float> k, v;  // the tile's K and V rows in fp32
+    AlignedVector<float> acc;   // [rows][valueDim]
+    AlignedVector<float> m, l;  // running max and sum per row
+    AlignedVector<float> qt;    // wide layout: [keyDim][rows padded to the width]
+    AlignedVector<float> s, p;  // scores, probabilities: [rows][tile], wide [tile][rows]
+    AlignedVector<float> alpha; // [rows] rescale of this tile
 };
 
 using PortableKernel = void (*)(const Segment&, Scratch&);

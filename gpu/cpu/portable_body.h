@@ -1,0 +1,526 @@
+// The portable kernel's body, one instantiation per vector width: included once by each of
+// portable_kernel.cpp (W 4, no target), portable_avx2.cpp (W 8) and portable_avx512.cpp (W 16),
+// each defining KVSCOPE_PK_TARGET first. Every function carries that target, so GCC builds the
+// vector code for the width's own instruction set: W-wide helpers compiled for the default
+// target and inlined into a target function build a broadcast lane by lane (16 masked
+// broadcasts) and keep the W-wide loops at 0.7x (scores) of the same code compiled for AVX-512.
+// Internal linkage (an anonymous namespace), so the three copies never meet at link time.
+//
+// Per 32-token tile (gathered from 8 sub-streams of the segment, row_map.h; the last tokens in
+// contiguous tiles), the K and V rows are decoded to fp32 once for all rows, then three phases
+// run over all rows so independent rows overlap in the core: scores, the online-softmax update
+// (one max and one rescale per row and tile), and O = alpha O + P V, several rows per pass.
+// Two layouts: below W query rows the lanes hold key elements (W / SR tokens of SR rows per
+// transpose tree, one softmax per row); from W rows on they hold query rows (Q^T once per
+// segment, broadcast key elements, a lane-wise softmax). Arithmetic is fp32 throughout (P is
+// not rounded).
+#pragma once
+
+#ifndef KVSCOPE_PK_TARGET
+#error "define KVSCOPE_PK_TARGET (the width's target attribute, or nothing) before this header"
+#endif
+
+#include "gpu/cpu/decode.h"
+#include "gpu/cpu/portable_kernel.h"
+#include "gpu/cpu/row_map.h"
+#include "gpu/cpu/simd.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#define KVSCOPE_PK_INLINE inline __attribute__((always_inline)) KVSCOPE_PK_TARGET
+
+namespace kvscope::gpu::detail::cpu {
+
+/// The instantiations, nullptr where the CPU or compiler has no such width.
+PortableKernel portableKernelAvx512(std::int64_t keyDim, std::int64_t valueDim);
+PortableKernel portableKernelAvx2(std::int64_t keyDim, std::int64_t valueDim);
+PortableKernel portableKernelVec4(std::int64_t keyDim, std::int64_t valueDim);
+
+namespace {
+
+/// W floats, one vector register on the target the kernel is compiled for (16: AVX-512, 8:
+/// AVX2, 4: SSE2 or any other CPU). One width per target, chosen at run time: a 16-float vector
+/// compiled for AVX2 went through the stack and ran 5-8x slower than on AVX-512.
+template <int W> struct Lanes {
+    typedef float F __attribute__((vector_size(W * 4)));
+    typedef std::int32_t I __attribute__((vector_size(W * 4)));
+};
+
+template <int W> KVSCOPE_PK_INLINE typename Lanes<W>::F loadW(const float* p) {
+    typename Lanes<W>::F v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+template <int W> KVSCOPE_PK_INLINE void storeW(float* p, typename Lanes<W>::F v) {
+    std::memcpy(p, &v, sizeof v);
+}
+/// x in every lane: one broadcast load. (F{} + x stays an add and a register broadcast on the
+/// shuffle port the FMAs share, since 0 + x is not x for x = -0; a lane-by-lane fill becomes
+/// 16 masked broadcasts.)
+template <int W> KVSCOPE_PK_INLINE typename Lanes<W>::F splatW(float x) {
+    return x - typename Lanes<W>::F{}; // x - +0 is x for every x: folded to the broadcast
+}
+/// The sum (Max false) or maximum of the W lanes: log2 W levels of shuffle and op on GCC (not a
+/// chain of W dependent scalar ops per row and tile), a scalar loop elsewhere.
+template <int W, bool Max> KVSCOPE_PK_INLINE float reduceW(typename Lanes<W>::F v) {
+#if defined(__GNUC__) && !defined(__clang__)
+    using I = typename Lanes<W>::I;
+    for (int h = W / 2; h >= 1; h /= 2) {
+        I swap = {};
+        for (int l = 0; l < W; ++l)
+            swap[l] = l ^ h;
+        const typename Lanes<W>::F u = __builtin_shuffle(v, swap);
+        if constexpr (Max)
+            v = v > u ? v : u;
+        else
+            v = v + u;
+    }
+    return v[0];
+#else
+    float x = v[0];
+    for (int i = 1; i < W; ++i)
+        x = Max ? std::max(x, float(v[i])) : x + v[i];
+    return x;
+#endif
+}
+template <int W> KVSCOPE_PK_INLINE float hsumW(typename Lanes<W>::F v) {
+    return reduceW<W, false>(v);
+}
+template <int W> KVSCOPE_PK_INLINE float hmaxW(typename Lanes<W>::F v) {
+    return reduceW<W, true>(v);
+}
+
+/// 2^x for x <= 0 on W lanes: x = n + f, f in (-1, 0], 2^f by a degree-7 Taylor polynomial
+/// of e^(f ln 2) (relative error < 2e-6), 2^n added to the exponent bits. Inputs below -125
+/// give a value below 2^-125, which the softmax sums treat as the zero it should be.
+template <int W> KVSCOPE_PK_INLINE typename Lanes<W>::F exp2NegW(typename Lanes<W>::F x) {
+    using F = typename Lanes<W>::F;
+    using I = typename Lanes<W>::I;
+    const F lo = F{} - 125.0f;
+    x = x < lo ? lo : x;
+    const I n = __builtin_convertvector(x, I); // truncation: n >= x
+    const F t = (x - __builtin_convertvector(n, F)) * 0.69314718056f;
+    F p = F{} + 1.0f / 5040.0f;
+    p = p * t + 1.0f / 720.0f;
+    p = p * t + 1.0f / 120.0f;
+    p = p * t + 1.0f / 24.0f;
+    p = p * t + 1.0f / 6.0f;
+    p = p * t + 0.5f;
+    p = p * t + 1.0f;
+    p = p * t + 1.0f;
+    return (F)((I)p + (n << 23));
+}
+
+/// One level of the transpose-sum tree on W / h vectors (h = 1, 2, 4, ...): output i sums
+/// inputs 2i and 2i+1 pairwise, block b of 2h lanes holding the sums of input 2i's two halves of
+/// the block, then input 2i+1's. h is a template parameter so the masks are constants.
+#if defined(__GNUC__) && !defined(__clang__)
+template <int W, int H> KVSCOPE_PK_INLINE void transposeLevel(typename Lanes<W>::F* v) {
+    using I = typename Lanes<W>::I;
+    I lo = {}, hi = {};
+    for (int l = 0; l < W; ++l) {
+        const int base = l / (2 * H) * 2 * H, j = l % (2 * H);
+        lo[l] = j < H ? base + j : W + base + j - H;
+        hi[l] = j < H ? base + H + j : W + base + j;
+    }
+    for (int i = 0; i < W / (2 * H); ++i)
+        v[i] = __builtin_shuffle(v[2 * i], v[2 * i + 1], lo) +
+               __builtin_shuffle(v[2 * i], v[2 * i + 1], hi);
+    if constexpr (2 * H < W)
+        transposeLevel<W, 2 * H>(v);
+}
+#endif
+
+/// Lane i of the result is the sum of the W lanes of v[i] (v is overwritten): log2 W levels of
+/// shuffles and adds instead of one horizontal sum per vector.
+template <int W> KVSCOPE_PK_INLINE typename Lanes<W>::F transposeSumW(typename Lanes<W>::F* v) {
+#if defined(__GNUC__) && !defined(__clang__)
+    transposeLevel<W, 1>(v);
+    return v[0];
+#else // no __builtin_shuffle: plain sums
+    typename Lanes<W>::F r;
+    for (int i = 0; i < W; ++i)
+        r[i] = hsumW<W>(v[i]);
+    return r;
+#endif
+}
+
+/// fp16 -> fp32 of W values with vcvtph2ps (exact for every fp16 value, subnormals included);
+/// only instantiated for the AVX-512 and AVX2 (+ F16C) widths.
+#if defined(__GNUC__) && defined(__x86_64__)
+template <int W> KVSCOPE_PK_INLINE typename Lanes<W>::F fp16ToFloatW(const std::uint16_t* p) {
+    typename Lanes<W>::F v;
+    if constexpr (W == 16) {
+        const __m512 r = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+        std::memcpy(&v, &r, sizeof v);
+    } else {
+        static_assert(W == 8);
+        const __m256 r = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+        std::memcpy(&v, &r, sizeof v);
+    }
+    return v;
+}
+#endif
+
+/// Decodes n <= kTileTokens rows of N elements, row i read through `src` (contiguous or
+/// gathered, row_map.h), into fp32 rows N apart: fp16, bf16 and fp32 W values at a time in
+/// this width's instruction set (against a call per row to decode.h's decoder: fp16 K + V at
+/// d 128 took 20-22 ns per token, more than the scores, softmax and P V of 4 query rows).
+template <int W, int N>
+KVSCOPE_PK_INLINE void decodeTile(KvDtype dtype, const RowMap& src, std::int64_t n, float* dst) {
+    static_assert(N % W == 0, "row width");
+    using F = typename Lanes<W>::F;
+    using I = typename Lanes<W>::I;
+    typedef std::uint16_t H __attribute__((vector_size(W * 2)));
+    switch (dtype) {
+    case KvDtype::Fp16:
+#if defined(__GNUC__) && defined(__x86_64__)
+        if constexpr (W >= 8) {
+            for (std::int64_t i = 0; i < n; ++i) {
+                const auto* s = reinterpret_cast<const std::uint16_t*>(src.row(int(i)));
+                for (int c = 0; c < N; c += W)
+                    storeW<W>(dst + i * N + c, fp16ToFloatW<W>(s + c));
+            }
+            return;
+        }
+#endif
+        break;
+    case KvDtype::Bf16:
+        for (std::int64_t i = 0; i < n; ++i) {
+            const std::uint8_t* s = src.row(int(i));
+            for (int c = 0; c < N; c += W) {
+                H h;
+                std::memcpy(&h, s + 2 * c, sizeof h);
+                const I bits = __builtin_convertvector(h, I) << 16; // bf16 is fp32's top half
+                F f;
+                std::memcpy(&f, &bits, sizeof f);
+                storeW<W>(dst + i * N + c, f);
+            }
+        }
+        return;
+    case KvDtype::Fp32:
+        for (std::int64_t i = 0; i < n; ++i)
+            std::memcpy(dst + i * N, src.row(int(i)), N * sizeof(float));
+        return;
+    case KvDtype::Fp8E4m3:
+        break;
+    }
+    for (std::int64_t i = 0; i < n; ++i)
+        decodeRow(dtype, src.row(int(i)), dst + i * N, N);
+}
+
+/// Register blocking per width. Narrow layout (fewer query rows than lanes): SR rows x W / SR
+/// tokens of scores per transpose tree (SR K and SR q vectors loaded per W-wide chunk of the
+/// key, W FMAs on them). Wide layout (rows in lanes): TB2 tokens x 2 row vectors, or TB1
+/// tokens x 1, of scores per pass over the key (one broadcast key element per token, 2 or 1
+/// q^T loads). Both: PR rows x PC output vectors of P V per pass (PC V loads and PR broadcasts
+/// per token for PR x PC FMAs). Fewer rows than a block take the next smaller block (4, 2, 1 /
+/// 3, 2, 1), so one row does no extra work. The AVX2 and 4-wide targets have 16 registers.
+template <int W> struct Blocking {
+    static constexpr int SR = W >= 16 ? 4 : 2;
+    static constexpr int TB2 = W >= 16 ? 8 : 4, TB1 = W >= 16 ? 16 : 8;
+    static constexpr int PR = W >= 16 ? 3 : 2;
+    static constexpr int PC = W >= 16 ? 8 : 4;
+};
+
+/// Scores of RB query rows (from r0; row pointers clamped to the stream's rows) over W / RB
+/// tokens of the tile from t0, into s[row][token]: RB x (W / RB) dot products summed in lanes,
+/// then one transpose tree puts the sum of row r0 + r and token t0 + t in lane r·(W / RB) + t.
+template <int W, int DK, int RB>
+KVSCOPE_PK_INLINE void scoreRows(const float* q, std::int64_t r0, std::int64_t nRows,
+                                 const float* kf, int t0, float* s) {
+    using F = typename Lanes<W>::F;
+    constexpr int TB = W / RB;
+    const float* qr[RB];
+    for (int r = 0; r < RB; ++r)
+        qr[r] = q + std::min<std::int64_t>(r0 + r, nRows - 1) * DK;
+    F acc[W];
+    for (int i = 0; i < W; ++i)
+        acc[i] = F{};
+    for (int c = 0; c < DK; c += W) {
+        F kv[TB];
+        for (int t = 0; t < TB; ++t)
+            kv[t] = loadW<W>(kf + (t0 + t) * DK + c);
+        for (int r = 0; r < RB; ++r) {
+            const F qv = loadW<W>(qr[r] + c);
+            for (int t = 0; t < TB; ++t)
+                acc[r * TB + t] += qv * kv[t];
+        }
+    }
+    const F sums = transposeSumW<W>(acc);
+    float lanes[W];
+    storeW<W>(lanes, sums);
+    for (int r = 0; r < RB && r0 + r < nRows; ++r)
+        std::memcpy(s + (r0 + r) * kTileTokens + t0, lanes + r * TB, TB * sizeof(float));
+}
+
+/// Scores of every row over the tile into sc.s, RB rows at a time, then the smaller blocks.
+template <int W, int DK, int RB>
+KVSCOPE_PK_INLINE std::int64_t scoreAllRows(const float* q, std::int64_t r0, std::int64_t nRows,
+                                            const float* kf, float* s) {
+    for (; r0 + RB <= nRows; r0 += RB)
+        for (int t0 = 0; t0 < int(kTileTokens); t0 += W / RB)
+            scoreRows<W, DK, RB>(q, r0, nRows, kf, t0, s);
+    if constexpr (RB > 1)
+        return scoreAllRows<W, DK, RB / 2>(q, r0, nRows, kf, s);
+    return r0;
+}
+
+/// Online-softmax update of row r over the n valid scores of the tile in sc.s: one max and
+/// one rescale per row and tile; the probabilities go to sc.p.
+template <int W> KVSCOPE_PK_INLINE void softmaxRow(std::int64_t n, std::int64_t r, Scratch& sc) {
+    using F = typename Lanes<W>::F;
+    constexpr std::int64_t T = kTileTokens;
+    F iota;
+    for (int i = 0; i < W; ++i)
+        iota[i] = float(i);
+    const F minusInf = F{} - std::numeric_limits<float>::infinity();
+    // Scores (q is pre-scaled by scale * log2 e), -inf past the end of the tile.
+    F s[T / W];
+    F mx = minusInf;
+    for (int b = 0; b < T / W; ++b) {
+        const F left = F{} + float(n - b * W);
+        s[b] = loadW<W>(sc.s.data() + r * T + b * W);
+        s[b] = iota < left ? s[b] : minusInf;
+        mx = mx > s[b] ? mx : s[b];
+    }
+    const float tileMax = hmaxW<W>(mx);
+    float& m = sc.m[std::size_t(r)];
+    const float mNew = std::max(m, tileMax);
+    const float alpha = std::exp2(m - mNew); // 0 on the first tile
+    m = mNew;
+    F sum = F{};
+    for (int b = 0; b < T / W; ++b) {
+        const F left = F{} + float(n - b * W);
+        const F pb = iota < left ? exp2NegW<W>(s[b] - mNew) : F{};
+        storeW<W>(sc.p.data() + r * T + b * W, pb);
+        sum += pb;
+    }
+    sc.alpha[std::size_t(r)] = alpha;
+    sc.l[std::size_t(r)] = sc.l[std::size_t(r)] * alpha + hsumW<W>(sum);
+}
+
+/// Wide layout, for streams with at least W query rows: Q transposed once per segment
+/// (qt[c][r], rows padded with zeros to rPad, a multiple of W), scores and probabilities
+/// token-major with the rows in lanes (s[t][r]), so the scores need no transpose tree and the
+/// softmax is lane-wise over tokens, one row per lane.
+template <int DK>
+KVSCOPE_PK_INLINE void transposeQ(const Segment& sg, std::int64_t rPad, Scratch& sc) {
+    sc.qt.assign(std::size_t(DK * rPad), 0.0f);
+    for (std::int64_t r = 0; r < sg.rows; ++r)
+        for (std::int64_t c = 0; c < DK; ++c)
+            sc.qt[std::size_t(c * rPad + r)] = sg.q[r * DK + c];
+}
+
+/// s[t][r] for tokens [t0, t0 + TB) and the RV row vectors from v0: each q^T vector, loaded
+/// once per key element, feeds TB tokens' broadcast key elements.
+template <int W, int DK, int RV, int TB>
+KVSCOPE_PK_INLINE void scoreTokensWide(const float* kf, const float* qt, std::int64_t rPad, int v0,
+                                       int t0, float* s) {
+    using F = typename Lanes<W>::F;
+    F acc[TB][RV];
+    for (int t = 0; t < TB; ++t)
+        for (int v = 0; v < RV; ++v)
+            acc[t][v] = F{};
+    for (int c = 0; c < DK; ++c) {
+        F qv[RV];
+        for (int v = 0; v < RV; ++v)
+            qv[v] = loadW<W>(qt + c * rPad + (v0 + v) * W);
+        for (int t = 0; t < TB; ++t) {
+            const F kb = splatW<W>(kf[(t0 + t) * DK + c]);
+            for (int v = 0; v < RV; ++v)
+                acc[t][v] += kb * qv[v];
+        }
+    }
+    for (int t = 0; t < TB; ++t)
+        for (int v = 0; v < RV; ++v)
+            storeW<W>(s + (t0 + t) * rPad + (v0 + v) * W, acc[t][v]);
+}
+
+/// Scores of the whole tile in the wide layout: two row vectors per pass, then one.
+template <int W, int DK>
+KVSCOPE_PK_INLINE void scoreTileWide(const float* kf, const float* qt, std::int64_t rPad,
+                                     float* s) {
+    constexpr int T = int(kTileTokens), TB2 = Blocking<W>::TB2, TB1 = Blocking<W>::TB1;
+    const int vectors = int(rPad / W);
+    int v0 = 0;
+    for (; v0 + 2 <= vectors; v0 += 2)
+        for (int t0 = 0; t0 < T; t0 += TB2)
+            scoreTokensWide<W, DK, 2, TB2>(kf, qt, rPad, v0, t0, s);
+    if (v0 < vectors)
+        for (int t0 = 0; t0 < T; t0 += TB1)
+            scoreTokensWide<W, DK, 1, TB1>(kf, qt, rPad, v0, t0, s);
+}
+
+/// Online-softmax update of the W rows of row vector v over the tile's n valid tokens, lane-wise
+/// (the same arithmetic as softmaxRow, one row per lane): probabilities to sc.p, token-major.
+/// Padded rows score 0 against zero queries, so every lane stays finite.
+template <int W>
+KVSCOPE_PK_INLINE void softmaxWide(std::int64_t n, std::int64_t rPad, int v, Scratch& sc) {
+    using F = typename Lanes<W>::F;
+    const float* s = sc.s.data() + v * W;
+    F mx = F{} - std::numeric_limits<float>::infinity();
+    for (std::int64_t t = 0; t < n; ++t) {
+        const F x = loadW<W>(s + t * rPad);
+        mx = mx > x ? mx : x;
+    }
+    const F m = loadW<W>(sc.m.data() + v * W);
+    const F mNew = m > mx ? m : mx;
+    const F alpha = exp2NegW<W>(m - mNew); // ~2^-125 on the first tile: acc and l are 0
+    F sum = F{};
+    float* p = sc.p.data() + v * W;
+    for (std::int64_t t = 0; t < n; ++t) {
+        const F pt = exp2NegW<W>(loadW<W>(s + t * rPad) - mNew);
+        storeW<W>(p + t * rPad, pt);
+        sum += pt;
+    }
+    storeW<W>(sc.m.data() + v * W, mNew);
+    storeW<W>(sc.alpha.data() + v * W, alpha);
+    storeW<W>(sc.l.data() + v * W, loadW<W>(sc.l.data() + v * W) * alpha + sum);
+}
+
+/// O = alpha O + P V for RB rows from r0, PC output vectors per pass: each V vector loaded once
+/// feeds RB rows' accumulators. Row r's probability of token i is sc.p[r·pRow + i·pTok].
+template <int W, int DV, int RB>
+KVSCOPE_PK_INLINE void pvRows(const float* vf, std::int64_t vStride, std::int64_t n,
+                              std::int64_t r0, std::int64_t pRow, std::int64_t pTok, Scratch& sc) {
+    using F = typename Lanes<W>::F;
+    constexpr int NV = DV / W, PC = NV < Blocking<W>::PC ? NV : Blocking<W>::PC;
+    static_assert(NV % PC == 0, "P V pass shape");
+    const float* pr[RB];
+    float* accRow[RB];
+    float alpha[RB];
+    for (int r = 0; r < RB; ++r) {
+        pr[r] = sc.p.data() + (r0 + r) * pRow;
+        accRow[r] = sc.acc.data() + (r0 + r) * DV;
+        alpha[r] = sc.alpha[std::size_t(r0 + r)];
+    }
+    for (int cb = 0; cb < NV; cb += PC) {
+        F o[RB][PC];
+        for (int r = 0; r < RB; ++r)
+            for (int j = 0; j < PC; ++j)
+                o[r][j] = loadW<W>(accRow[r] + (cb + j) * W) * alpha[r];
+        for (std::int64_t i = 0; i < n; ++i) {
+            F p[RB];
+            for (int r = 0; r < RB; ++r)
+                p[r] = splatW<W>(pr[r][i * pTok]);
+            const float* vr = vf + i * vStride + cb * W;
+            for (int j = 0; j < PC; ++j) {
+                const F v = loadW<W>(vr + j * W);
+                for (int r = 0; r < RB; ++r)
+                    o[r][j] += p[r] * v;
+            }
+        }
+        for (int r = 0; r < RB; ++r)
+            for (int j = 0; j < PC; ++j)
+                storeW<W>(accRow[r] + (cb + j) * W, o[r][j]);
+    }
+}
+
+/// P V for every row, RB rows at a time, then one block of the remaining rows (RB <= 3).
+template <int W, int DV, int RB>
+KVSCOPE_PK_INLINE void pvAllRows(const float* vf, std::int64_t vStride, std::int64_t n,
+                                 std::int64_t nRows, std::int64_t pRow, std::int64_t pTok,
+                                 Scratch& sc) {
+    std::int64_t r0 = 0;
+    for (; r0 + RB <= nRows; r0 += RB)
+        pvRows<W, DV, RB>(vf, vStride, n, r0, pRow, pTok, sc);
+    if constexpr (RB > 2) {
+        if (nRows - r0 == 2)
+            pvRows<W, DV, 2>(vf, vStride, n, r0, pRow, pTok, sc);
+    }
+    if constexpr (RB > 1) {
+        if (nRows - r0 == 1)
+            pvRows<W, DV, 1>(vf, vStride, n, r0, pRow, pTok, sc);
+    }
+}
+
+/// Normalised outputs and log2-sum-exp of every row.
+template <int DV> KVSCOPE_PK_INLINE void finishRows(const Segment& sg, const Scratch& sc) {
+    for (std::int64_t r = 0; r < sg.rows; ++r) {
+        const float l = sc.l[std::size_t(r)];
+        const float inv = l > 0 ? 1.0f / l : 0.0f;
+        for (std::int64_t j = 0; j < DV; ++j)
+            sg.out[r * DV + j] = sc.acc[std::size_t(r * DV + j)] * inv;
+        sg.lse[r] =
+            l > 0 ? sc.m[std::size_t(r)] + std::log2(l) : -std::numeric_limits<float>::infinity();
+    }
+}
+
+/// DK, DV: key and value widths in floats.
+template <int W, int DK, int DV>
+KVSCOPE_PK_INLINE void attendPortable(const Segment& sg, Scratch& sc) {
+    constexpr std::int64_t T = kTileTokens;
+    static_assert(DK % W == 0 && DV % W == 0 && T % W == 0, "tile and pass shapes");
+    const std::int64_t R = sg.rows;
+    const bool shared = sg.values == sg.keys;
+    // Rows in lanes from W rows on; below that the lanes hold key elements (narrow layout).
+    const bool wide = R >= W;
+    const std::int64_t rPad = wide ? (R + W - 1) / W * W : R;
+    sc.k.resize(std::size_t(T * DK));
+    if (!shared)
+        sc.v.resize(std::size_t(T * DV));
+    sc.acc.assign(std::size_t(R * DV), 0.0f);
+    sc.m.assign(std::size_t(rPad), -std::numeric_limits<float>::infinity());
+    sc.l.assign(std::size_t(rPad), 0.0f);
+    sc.s.resize(std::size_t(rPad * T));
+    sc.p.resize(std::size_t(rPad * T));
+    sc.alpha.resize(std::size_t(rPad));
+    if (wide)
+        transposeQ<DK>(sg, rPad, sc);
+    float* kf = sc.k.data();
+    // Gathered tiles first (8 K and 8 V sub-streams in step, as the vdpbf16ps kernel reads:
+    // row_map.h's gatherPlan), then the rest of the segment in contiguous tiles. Tile i <
+    // gp.tiles is always full.
+    const GatherPlan gp = gatherPlan(sg, int(T));
+    for (std::int64_t i = 0; i < gp.count(sg); ++i) {
+        const GatherPlan::Tile at = gp.tile(sg, i);
+        const std::int64_t n = at.n;
+        decodeTile<W, DK>(sg.dtype, at.k, n, kf);
+        std::fill(kf + n * DK, kf + T * DK, 0.0f); // rows past the end (their scores are masked)
+        const float* vf = kf;
+        std::int64_t vStride = DK;
+        if (!shared) {
+            decodeTile<W, DV>(sg.dtype, at.v, n, sc.v.data());
+            vf = sc.v.data();
+            vStride = DV;
+        }
+        if (wide) {
+            scoreTileWide<W, DK>(kf, sc.qt.data(), rPad, sc.s.data());
+            for (int v = 0; v < int(rPad / W); ++v)
+                softmaxWide<W>(n, rPad, v, sc);
+            pvAllRows<W, DV, Blocking<W>::PR>(vf, vStride, n, R, 1, rPad, sc);
+        } else {
+            scoreAllRows<W, DK, Blocking<W>::SR>(sg.q, 0, R, kf, sc.s.data());
+            for (std::int64_t r = 0; r < R; ++r)
+                softmaxRow<W>(n, r, sc);
+            pvAllRows<W, DV, Blocking<W>::PR>(vf, vStride, n, R, kTileTokens, 1, sc);
+        }
+    }
+    finishRows<DV>(sg, sc);
+}
+
+/// The entry points, one per key/value width this engine runs (GQA head dims 64/128/256 and
+/// MLA 576/512); the kernel body is inlined into each.
+template <int W, int DK, int DV>
+KVSCOPE_PK_TARGET __attribute__((noinline)) void runPortable(const Segment& sg, Scratch& sc) {
+    attendPortable<W, DK, DV>(sg, sc);
+}
+
+template <int W> PortableKernel portableKernelFor(std::int64_t keyDim, std::int64_t valueDim) {
+    if (keyDim == 64 && valueDim == 64)
+        return &runPortable<W, 64, 64>;
+    if (keyDim == 128 && valueDim == 128)
+        return &runPortable<W, 128, 128>;
+    if (keyDim == 256 && valueDim == 256)
+        return &runPortable<W, 256, 256>;
+    if (keyDim == 576 && valueDim == 512)
+        return &runPortable<W, 576, 512>;
+    return nullptr;
+}
+
+} // namespace
+} // namespace kvscope::gpu::detail::cpu
