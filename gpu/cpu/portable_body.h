@@ -165,6 +165,43 @@ template <int W> KVSCOPE_PK_INLINE typename Lanes<W>::F fp16ToFloatW(const std::
 }
 #endif
 
+/// The rows of one tile, wherever they are read from: the fp32 scratch the tile was decoded
+/// into, or (the narrow layout with at most SR query rows, which reads each K element once and
+/// each V element once or twice) the KV cache itself, converted as it is loaded. Rows past the
+/// tile's end repeat its last row (their scores are masked).
+struct TileRows {
+    const std::uint8_t* row[kTileTokens];
+};
+KVSCOPE_PK_INLINE void tileRows(const RowMap& src, std::int64_t n, TileRows& out) {
+    for (int t = 0; t < int(kTileTokens); ++t)
+        out.row[t] = src.row(t < n ? t : int(n) - 1);
+}
+KVSCOPE_PK_INLINE void scratchRows(const float* rows, std::int64_t width, TileRows& out) {
+    for (int t = 0; t < int(kTileTokens); ++t)
+        out.row[t] = reinterpret_cast<const std::uint8_t*>(rows + t * width);
+}
+
+/// W elements from c of a row stored as S (fp32, fp16 or bf16) in fp32.
+template <int W, KvDtype S>
+KVSCOPE_PK_INLINE typename Lanes<W>::F loadRowW(const std::uint8_t* row, int c) {
+    if constexpr (S == KvDtype::Fp32) {
+        return loadW<W>(reinterpret_cast<const float*>(row) + c);
+    } else if constexpr (S == KvDtype::Bf16) {
+        typedef std::uint16_t H __attribute__((vector_size(W * 2)));
+        H h;
+        std::memcpy(&h, row + 2 * c, sizeof h);
+        const typename Lanes<W>::I bits = __builtin_convertvector(h, typename Lanes<W>::I) << 16;
+        typename Lanes<W>::F f;
+        std::memcpy(&f, &bits, sizeof f);
+        return f;
+    } else {
+        static_assert(S == KvDtype::Fp16);
+#if defined(__GNUC__) && defined(__x86_64__)
+        return fp16ToFloatW<W>(reinterpret_cast<const std::uint16_t*>(row) + c);
+#endif
+    }
+}
+
 /// Decodes n <= kTileTokens rows of N elements, row i read through `src` (contiguous or
 /// gathered, row_map.h), into fp32 rows N apart: fp16, bf16 and fp32 W values at a time in
 /// this width's instruction set (against a call per row to decode.h's decoder: fp16 K + V at
@@ -172,34 +209,21 @@ template <int W> KVSCOPE_PK_INLINE typename Lanes<W>::F fp16ToFloatW(const std::
 template <int W, int N>
 KVSCOPE_PK_INLINE void decodeTile(KvDtype dtype, const RowMap& src, std::int64_t n, float* dst) {
     static_assert(N % W == 0, "row width");
-    using F = typename Lanes<W>::F;
-    using I = typename Lanes<W>::I;
-    typedef std::uint16_t H __attribute__((vector_size(W * 2)));
     switch (dtype) {
     case KvDtype::Fp16:
 #if defined(__GNUC__) && defined(__x86_64__)
         if constexpr (W >= 8) {
-            for (std::int64_t i = 0; i < n; ++i) {
-                const auto* s = reinterpret_cast<const std::uint16_t*>(src.row(int(i)));
+            for (std::int64_t i = 0; i < n; ++i)
                 for (int c = 0; c < N; c += W)
-                    storeW<W>(dst + i * N + c, fp16ToFloatW<W>(s + c));
-            }
+                    storeW<W>(dst + i * N + c, loadRowW<W, KvDtype::Fp16>(src.row(int(i)), c));
             return;
         }
 #endif
         break;
     case KvDtype::Bf16:
-        for (std::int64_t i = 0; i < n; ++i) {
-            const std::uint8_t* s = src.row(int(i));
-            for (int c = 0; c < N; c += W) {
-                H h;
-                std::memcpy(&h, s + 2 * c, sizeof h);
-                const I bits = __builtin_convertvector(h, I) << 16; // bf16 is fp32's top half
-                F f;
-                std::memcpy(&f, &bits, sizeof f);
-                storeW<W>(dst + i * N + c, f);
-            }
-        }
+        for (std::int64_t i = 0; i < n; ++i)
+            for (int c = 0; c < N; c += W)
+                storeW<W>(dst + i * N + c, loadRowW<W, KvDtype::Bf16>(src.row(int(i)), c));
         return;
     case KvDtype::Fp32:
         for (std::int64_t i = 0; i < n; ++i)
@@ -229,9 +253,9 @@ template <int W> struct Blocking {
 /// Scores of RB query rows (from r0; row pointers clamped to the stream's rows) over W / RB
 /// tokens of the tile from t0, into s[row][token]: RB x (W / RB) dot products summed in lanes,
 /// then one transpose tree puts the sum of row r0 + r and token t0 + t in lane r·(W / RB) + t.
-template <int W, int DK, int RB>
+template <int W, int DK, int RB, KvDtype S>
 KVSCOPE_PK_INLINE void scoreRows(const float* q, std::int64_t r0, std::int64_t nRows,
-                                 const float* kf, int t0, float* s) {
+                                 const TileRows& k, int t0, float* s) {
     using F = typename Lanes<W>::F;
     constexpr int TB = W / RB;
     const float* qr[RB];
@@ -243,7 +267,7 @@ KVSCOPE_PK_INLINE void scoreRows(const float* q, std::int64_t r0, std::int64_t n
     for (int c = 0; c < DK; c += W) {
         F kv[TB];
         for (int t = 0; t < TB; ++t)
-            kv[t] = loadW<W>(kf + (t0 + t) * DK + c);
+            kv[t] = loadRowW<W, S>(k.row[t0 + t], c);
         for (int r = 0; r < RB; ++r) {
             const F qv = loadW<W>(qr[r] + c);
             for (int t = 0; t < TB; ++t)
@@ -258,14 +282,14 @@ KVSCOPE_PK_INLINE void scoreRows(const float* q, std::int64_t r0, std::int64_t n
 }
 
 /// Scores of every row over the tile into sc.s, RB rows at a time, then the smaller blocks.
-template <int W, int DK, int RB>
+template <int W, int DK, int RB, KvDtype S>
 KVSCOPE_PK_INLINE std::int64_t scoreAllRows(const float* q, std::int64_t r0, std::int64_t nRows,
-                                            const float* kf, float* s) {
+                                            const TileRows& k, float* s) {
     for (; r0 + RB <= nRows; r0 += RB)
         for (int t0 = 0; t0 < int(kTileTokens); t0 += W / RB)
-            scoreRows<W, DK, RB>(q, r0, nRows, kf, t0, s);
+            scoreRows<W, DK, RB, S>(q, r0, nRows, k, t0, s);
     if constexpr (RB > 1)
-        return scoreAllRows<W, DK, RB / 2>(q, r0, nRows, kf, s);
+        return scoreAllRows<W, DK, RB / 2, S>(q, r0, nRows, k, s);
     return r0;
 }
 
@@ -384,9 +408,9 @@ KVSCOPE_PK_INLINE void softmaxWide(std::int64_t n, std::int64_t rPad, int v, Scr
 
 /// O = alpha O + P V for RB rows from r0, PC output vectors per pass: each V vector loaded once
 /// feeds RB rows' accumulators. Row r's probability of token i is sc.p[r·pRow + i·pTok].
-template <int W, int DV, int RB>
-KVSCOPE_PK_INLINE void pvRows(const float* vf, std::int64_t vStride, std::int64_t n,
-                              std::int64_t r0, std::int64_t pRow, std::int64_t pTok, Scratch& sc) {
+template <int W, int DV, int RB, KvDtype S>
+KVSCOPE_PK_INLINE void pvRows(const TileRows& v, std::int64_t n, std::int64_t r0, std::int64_t pRow,
+                              std::int64_t pTok, Scratch& sc) {
     using F = typename Lanes<W>::F;
     constexpr int NV = DV / W, PC = NV < Blocking<W>::PC ? NV : Blocking<W>::PC;
     static_assert(NV % PC == 0, "P V pass shape");
@@ -407,11 +431,11 @@ KVSCOPE_PK_INLINE void pvRows(const float* vf, std::int64_t vStride, std::int64_
             F p[RB];
             for (int r = 0; r < RB; ++r)
                 p[r] = splatW<W>(pr[r][i * pTok]);
-            const float* vr = vf + i * vStride + cb * W;
+            const std::uint8_t* vr = v.row[i];
             for (int j = 0; j < PC; ++j) {
-                const F v = loadW<W>(vr + j * W);
+                const F vj = loadRowW<W, S>(vr, (cb + j) * W);
                 for (int r = 0; r < RB; ++r)
-                    o[r][j] += p[r] * v;
+                    o[r][j] += p[r] * vj;
             }
         }
         for (int r = 0; r < RB; ++r)
@@ -421,20 +445,19 @@ KVSCOPE_PK_INLINE void pvRows(const float* vf, std::int64_t vStride, std::int64_
 }
 
 /// P V for every row, RB rows at a time, then one block of the remaining rows (RB <= 3).
-template <int W, int DV, int RB>
-KVSCOPE_PK_INLINE void pvAllRows(const float* vf, std::int64_t vStride, std::int64_t n,
-                                 std::int64_t nRows, std::int64_t pRow, std::int64_t pTok,
-                                 Scratch& sc) {
+template <int W, int DV, int RB, KvDtype S>
+KVSCOPE_PK_INLINE void pvAllRows(const TileRows& v, std::int64_t n, std::int64_t nRows,
+                                 std::int64_t pRow, std::int64_t pTok, Scratch& sc) {
     std::int64_t r0 = 0;
     for (; r0 + RB <= nRows; r0 += RB)
-        pvRows<W, DV, RB>(vf, vStride, n, r0, pRow, pTok, sc);
+        pvRows<W, DV, RB, S>(v, n, r0, pRow, pTok, sc);
     if constexpr (RB > 2) {
         if (nRows - r0 == 2)
-            pvRows<W, DV, 2>(vf, vStride, n, r0, pRow, pTok, sc);
+            pvRows<W, DV, 2, S>(v, n, r0, pRow, pTok, sc);
     }
     if constexpr (RB > 1) {
         if (nRows - r0 == 1)
-            pvRows<W, DV, 1>(vf, vStride, n, r0, pRow, pTok, sc);
+            pvRows<W, DV, 1, S>(v, n, r0, pRow, pTok, sc);
     }
 }
 
@@ -451,6 +474,27 @@ template <int DV> KVSCOPE_PK_INLINE void finishRows(const Segment& sg, const Scr
 }
 
 /// DK, DV: key and value widths in floats.
+/// One tile in the narrow layout, K and V rows stored as S: scores, softmax per row, P V.
+template <int W, int DK, int DV, KvDtype S>
+KVSCOPE_PK_INLINE void narrowTile(const Segment& sg, const TileRows& k, const TileRows& v,
+                                  std::int64_t n, Scratch& sc) {
+    const std::int64_t R = sg.rows;
+    scoreAllRows<W, DK, Blocking<W>::SR, S>(sg.q, 0, R, k, sc.s.data());
+    for (std::int64_t r = 0; r < R; ++r)
+        softmaxRow<W>(n, r, sc);
+    pvAllRows<W, DV, Blocking<W>::PR, S>(v, n, R, kTileTokens, 1, sc);
+}
+
+/// Whether the narrow layout reads this stream's rows from the cache itself rather than from
+/// a decoded tile: at most SR query rows (one pass over K; two at most over V), and a dtype this
+/// width loads directly (fp8 is decoded through a table).
+template <int W> KVSCOPE_PK_INLINE bool readsCacheDirectly(const Segment& sg) {
+    const bool dtypeOk = sg.dtype == KvDtype::Fp32 || sg.dtype == KvDtype::Bf16 ||
+                         (sg.dtype == KvDtype::Fp16 && W >= 8);
+    return dtypeOk && sg.rows <= Blocking<W>::SR;
+}
+
+/// DK, DV: key and value widths in floats.
 template <int W, int DK, int DV>
 KVSCOPE_PK_INLINE void attendPortable(const Segment& sg, Scratch& sc) {
     constexpr std::int64_t T = kTileTokens;
@@ -459,6 +503,7 @@ KVSCOPE_PK_INLINE void attendPortable(const Segment& sg, Scratch& sc) {
     const bool shared = sg.values == sg.keys;
     // Rows in lanes from W rows on; below that the lanes hold key elements (narrow layout).
     const bool wide = R >= W;
+    const bool direct = !wide && readsCacheDirectly<W>(sg);
     const std::int64_t rPad = wide ? (R + W - 1) / W * W : R;
     sc.k.resize(std::size_t(T * DK));
     if (!shared)
@@ -476,35 +521,48 @@ KVSCOPE_PK_INLINE void attendPortable(const Segment& sg, Scratch& sc) {
     // row_map.h's gatherPlan), then the rest of the segment in contiguous tiles. Tile i <
     // gp.tiles is always full.
     const GatherPlan gp = gatherPlan(sg, int(T));
+    TileRows kr, vr;
     for (std::int64_t i = 0; i < gp.count(sg); ++i) {
         const GatherPlan::Tile at = gp.tile(sg, i);
         const std::int64_t n = at.n;
+        if (direct) {
+            tileRows(at.k, n, kr);
+            tileRows(shared ? at.k : at.v, n, vr); // MLA: V is the latent's first DV elements
+            switch (sg.dtype) {
+            case KvDtype::Fp16:
+                if constexpr (W >= 8)
+                    narrowTile<W, DK, DV, KvDtype::Fp16>(sg, kr, vr, n, sc);
+                break;
+            case KvDtype::Bf16:
+                narrowTile<W, DK, DV, KvDtype::Bf16>(sg, kr, vr, n, sc);
+                break;
+            default:
+                narrowTile<W, DK, DV, KvDtype::Fp32>(sg, kr, vr, n, sc);
+                break;
+            }
+            continue;
+        }
         decodeTile<W, DK>(sg.dtype, at.k, n, kf);
         std::fill(kf + n * DK, kf + T * DK, 0.0f); // rows past the end (their scores are masked)
-        const float* vf = kf;
-        std::int64_t vStride = DK;
-        if (!shared) {
+        scratchRows(kf, DK, kr);
+        if (shared) {
+            scratchRows(kf, DK, vr);
+        } else {
             decodeTile<W, DV>(sg.dtype, at.v, n, sc.v.data());
-            vf = sc.v.data();
-            vStride = DV;
+            scratchRows(sc.v.data(), DV, vr);
         }
         if (wide) {
             scoreTileWide<W, DK>(kf, sc.qt.data(), rPad, sc.s.data());
             for (int v = 0; v < int(rPad / W); ++v)
                 softmaxWide<W>(n, rPad, v, sc);
-            pvAllRows<W, DV, Blocking<W>::PR>(vf, vStride, n, R, 1, rPad, sc);
+            pvAllRows<W, DV, Blocking<W>::PR, KvDtype::Fp32>(vr, n, R, 1, rPad, sc);
         } else {
-            scoreAllRows<W, DK, Blocking<W>::SR>(sg.q, 0, R, kf, sc.s.data());
-            for (std::int64_t r = 0; r < R; ++r)
-                softmaxRow<W>(n, r, sc);
-            pvAllRows<W, DV, Blocking<W>::PR>(vf, vStride, n, R, kTileTokens, 1, sc);
+            narrowTile<W, DK, DV, KvDtype::Fp32>(sg, kr, vr, n, sc);
         }
     }
     finishRows<DV>(sg, sc);
 }
 
-/// The entry points, one per key/value width this engine runs (GQA head dims 64/128/256 and
-/// MLA 576/512); the kernel body is inlined into each.
 template <int W, int DK, int DV>
 KVSCOPE_PK_TARGET __attribute__((noinline)) void runPortable(const Segment& sg, Scratch& sc) {
     attendPortable<W, DK, DV>(sg, sc);
