@@ -1,6 +1,7 @@
 // The CPU kernels below the engine: paths the engine's random inputs do not reach.
 #include "gpu/cpu/amx_kernel.h"
 #include "gpu/cpu/bf16_simd.h"
+#include "gpu/cpu/portable_kernel.h"
 #include "gpu/engine.h"
 #include "gpu/numerics.h"
 
@@ -89,6 +90,69 @@ private Q_SLOTS:
     /// source stride, rows n.. zero, nothing written past the tile. Widths of the kernels
     /// (64..576) and masked VBMI tails (32, 96); tiles of the vdpbf16ps kernel (32 rows) and
     /// of AMX MLA (64).
+    /// The portable kernel's lazy rescale (narrow layout: the reference maximum moves only when
+    /// a tile passes it by more than 8 in log2 units) and its lane-wise softmax (wide layout):
+    /// scores grow by 0.3 per token over 200 tokens, so the reference moves several times and
+    /// every tile between moves has weights up to 2^8; fp32 KV, so the output matches the fp64
+    /// reference to ~1e-6. Rows 1, 3 (read from the cache directly), 8 (decoded tiles) and 20
+    /// (rows in lanes), at every vector width this CPU runs.
+    void portableRescalesAsScoresGrow_data() {
+        QTest::addColumn<int>("width");
+        QTest::addColumn<int>("rows");
+        for (int width : {16, 8, 4})
+            if (width <= detail::cpu::portableWidth())
+                for (int rows : {1, 3, 8, 20})
+                    QTest::addRow("x%d rows %d", width, rows) << width << rows;
+    }
+    void portableRescalesAsScoresGrow() {
+        QFETCH(int, width);
+        QFETCH(int, rows);
+        constexpr int D = 128, S = 200;
+        std::vector<float> k(S * D, 0.0f), v(S * D);
+        for (int t = 0; t < S; ++t) {
+            k[t * D] = 0.3f * float(t);
+            k[t * D + 1] = float((t * 7) % 11 - 5) / 16.0f;
+            for (int j = 0; j < D; ++j)
+                v[t * D + j] = 1.0f + float((t * 13 + j * 7) % 17 - 8) / 16.0f;
+        }
+        std::vector<float> q(rows * D, 0.0f);
+        for (int r = 0; r < rows; ++r) {
+            q[r * D] = 1.0f;
+            q[r * D + 1] = float(r + 1) / 8.0f;
+        }
+        std::vector<float> out(rows * D, std::nanf("")), lse(rows, std::nanf(""));
+        const detail::cpu::Segment sg{q.data(), rows, D, D,
+                                      reinterpret_cast<const std::uint8_t*>(k.data()),
+                                      reinterpret_cast<const std::uint8_t*>(v.data()),
+                                      4 * D, 4 * D, 0, S, KvDtype::Fp32, out.data(), lse.data()};
+        detail::cpu::Scratch sc;
+        const detail::cpu::PortableKernel kernel = detail::cpu::portableKernel(width, D, D);
+        QVERIFY(kernel);
+        kernel(sg, sc);
+        for (int r = 0; r < rows; ++r) {
+            std::vector<double> s(S), ref(D, 0.0);
+            double mx = -1e300, sum = 0;
+            for (int t = 0; t < S; ++t) {
+                s[t] = double(q[r * D]) * k[t * D] + double(q[r * D + 1]) * k[t * D + 1];
+                mx = std::max(mx, s[t]);
+            }
+            for (int t = 0; t < S; ++t) {
+                const double w = std::exp2(s[t] - mx);
+                sum += w;
+                for (int j = 0; j < D; ++j)
+                    ref[j] += w * v[t * D + j];
+            }
+            for (int j = 0; j < D; ++j)
+                QVERIFY2(std::abs(out[r * D + j] - ref[j] / sum) <= 1e-5 * std::abs(ref[j] / sum),
+                         qPrintable(QStringLiteral("row %1 col %2: %3 vs %4")
+                                        .arg(r)
+                                        .arg(j)
+                                        .arg(out[r * D + j])
+                                        .arg(ref[j] / sum)));
+            QVERIFY(std::abs(lse[r] - (mx + std::log2(sum))) <= 1e-4);
+        }
+    }
+
     void fp8DecodersMatchTable_data() {
         QTest::addColumn<int>("width");
         QTest::addColumn<int>("n");

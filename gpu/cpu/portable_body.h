@@ -93,8 +93,9 @@ template <int W> KVSCOPE_PK_INLINE float hmaxW(typename Lanes<W>::F v) {
     return reduceW<W, true>(v);
 }
 
-/// 2^x for x <= 0 on W lanes: x = n + f, f in (-1, 0], 2^f by a degree-7 Taylor polynomial
-/// of e^(f ln 2) (relative error < 2e-6), 2^n added to the exponent bits. Inputs below -125
+/// 2^x for x <= kRescaleLog2 (8) on W lanes: x = n + f, n truncated toward zero so f in (-1, 1),
+/// 2^f by a degree-7 Taylor polynomial of e^(f ln 2) (relative error < 2e-6), 2^n added to the
+/// exponent bits. Inputs below -125
 /// give a value below 2^-125, which the softmax sums treat as the zero it should be.
 template <int W> KVSCOPE_PK_INLINE typename Lanes<W>::F exp2NegW(typename Lanes<W>::F x) {
     using F = typename Lanes<W>::F;
@@ -236,6 +237,10 @@ KVSCOPE_PK_INLINE void decodeTile(KvDtype dtype, const RowMap& src, std::int64_t
         decodeRow(dtype, src.row(int(i)), dst + i * N, N);
 }
 
+/// The narrow layout's reference maximum moves only when a tile's maximum passes it by more
+/// than this (log2 units).
+constexpr float kRescaleLog2 = 8.0f;
+
 /// Register blocking per width. Narrow layout (fewer query rows than lanes): SR rows x W / SR
 /// tokens of scores per transpose tree (SR K and SR q vectors loaded per W-wide chunk of the
 /// key, W FMAs on them). Wide layout (rows in lanes): TB2 tokens x 2 row vectors, or TB1
@@ -293,8 +298,8 @@ KVSCOPE_PK_INLINE std::int64_t scoreAllRows(const float* q, std::int64_t r0, std
     return r0;
 }
 
-/// Online-softmax update of row r over the n valid scores of the tile in sc.s: one max and
-/// one rescale per row and tile; the probabilities go to sc.p.
+/// Online-softmax update of row r over the n valid scores of the tile in sc.s: one max per row
+/// and tile, a rescale only when the reference maximum moves; the probabilities go to sc.p.
 template <int W> KVSCOPE_PK_INLINE void softmaxRow(std::int64_t n, std::int64_t r, Scratch& sc) {
     using F = typename Lanes<W>::F;
     constexpr std::int64_t T = kTileTokens;
@@ -312,10 +317,16 @@ template <int W> KVSCOPE_PK_INLINE void softmaxRow(std::int64_t n, std::int64_t 
         mx = mx > s[b] ? mx : s[b];
     }
     const float tileMax = hmaxW<W>(mx);
+    // The reference maximum moves only when the tile passes it by more than kRescaleLog2
+    // (lazy rescaling, as the AMX kernel: exact, since the sum uses the same reference and the
+    // end divides it out; weights stay <= 2^kRescaleLog2), so most tiles skip the exp2.
     float& m = sc.m[std::size_t(r)];
-    const float mNew = std::max(m, tileMax);
-    const float alpha = std::exp2(m - mNew); // 0 on the first tile
-    m = mNew;
+    float alpha = 1.0f;
+    if (tileMax > m + kRescaleLog2) {
+        alpha = std::exp2(m - tileMax); // 0 on the first tile
+        m = tileMax;
+    }
+    const float mNew = m;
     F sum = F{};
     for (int b = 0; b < T / W; ++b) {
         const F left = F{} + float(n - b * W);
