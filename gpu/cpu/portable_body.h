@@ -353,8 +353,8 @@ KVSCOPE_PK_INLINE void transposeQ(const Segment& sg, std::int64_t rPad, Scratch&
 /// s[t][r] for tokens [t0, t0 + TB) and the RV row vectors from v0: each q^T vector, loaded
 /// once per key element, feeds TB tokens' broadcast key elements.
 template <int W, int DK, int RV, int TB>
-KVSCOPE_PK_INLINE void scoreTokensWide(const float* kf, const float* qt, std::int64_t rPad, int v0,
-                                       int t0, float* s) {
+KVSCOPE_PK_INLINE void scoreTokensWide(const TileRows& k, const float* qt, std::int64_t rPad,
+                                       int v0, int t0, float* s) {
     using F = typename Lanes<W>::F;
     F acc[TB][RV];
     for (int t = 0; t < TB; ++t)
@@ -365,7 +365,7 @@ KVSCOPE_PK_INLINE void scoreTokensWide(const float* kf, const float* qt, std::in
         for (int v = 0; v < RV; ++v)
             qv[v] = loadW<W>(qt + c * rPad + (v0 + v) * W);
         for (int t = 0; t < TB; ++t) {
-            const F kb = splatW<W>(kf[(t0 + t) * DK + c]);
+            const F kb = splatW<W>(reinterpret_cast<const float*>(k.row[t0 + t])[c]);
             for (int v = 0; v < RV; ++v)
                 acc[t][v] += kb * qv[v];
         }
@@ -377,17 +377,17 @@ KVSCOPE_PK_INLINE void scoreTokensWide(const float* kf, const float* qt, std::in
 
 /// Scores of the whole tile in the wide layout: two row vectors per pass, then one.
 template <int W, int DK>
-KVSCOPE_PK_INLINE void scoreTileWide(const float* kf, const float* qt, std::int64_t rPad,
+KVSCOPE_PK_INLINE void scoreTileWide(const TileRows& k, const float* qt, std::int64_t rPad,
                                      float* s) {
     constexpr int T = int(kTileTokens), TB2 = Blocking<W>::TB2, TB1 = Blocking<W>::TB1;
     const int vectors = int(rPad / W);
     int v0 = 0;
     for (; v0 + 2 <= vectors; v0 += 2)
         for (int t0 = 0; t0 < T; t0 += TB2)
-            scoreTokensWide<W, DK, 2, TB2>(kf, qt, rPad, v0, t0, s);
+            scoreTokensWide<W, DK, 2, TB2>(k, qt, rPad, v0, t0, s);
     if (v0 < vectors)
         for (int t0 = 0; t0 < T; t0 += TB1)
-            scoreTokensWide<W, DK, 1, TB1>(kf, qt, rPad, v0, t0, s);
+            scoreTokensWide<W, DK, 1, TB1>(k, qt, rPad, v0, t0, s);
 }
 
 /// Online-softmax update of the W rows of row vector v over the tile's n valid tokens, lane-wise
@@ -484,7 +484,6 @@ template <int DV> KVSCOPE_PK_INLINE void finishRows(const Segment& sg, const Scr
     }
 }
 
-/// DK, DV: key and value widths in floats.
 /// One tile in the narrow layout, K and V rows stored as S: scores, softmax per row, P V.
 template <int W, int DK, int DV, KvDtype S>
 KVSCOPE_PK_INLINE void narrowTile(const Segment& sg, const TileRows& k, const TileRows& v,
@@ -496,13 +495,15 @@ KVSCOPE_PK_INLINE void narrowTile(const Segment& sg, const TileRows& k, const Ti
     pvAllRows<W, DV, Blocking<W>::PR, S>(v, n, R, kTileTokens, 1, sc);
 }
 
-/// Whether the narrow layout reads this stream's rows from the cache itself rather than from
-/// a decoded tile: at most SR query rows (one pass over K; two at most over V), and a dtype this
-/// width loads directly (fp8 is decoded through a table).
-template <int W> KVSCOPE_PK_INLINE bool readsCacheDirectly(const Segment& sg) {
-    const bool dtypeOk = sg.dtype == KvDtype::Fp32 || sg.dtype == KvDtype::Bf16 ||
-                         (sg.dtype == KvDtype::Fp16 && W >= 8);
-    return dtypeOk && sg.rows <= Blocking<W>::SR;
+/// Whether a stream's rows are read from the cache itself rather than from a tile decoded into
+/// fp32 scratch: fp32 rows always (decoding them is a copy); fp16 and bf16 in the narrow layout
+/// with at most SR query rows (one pass over K; two at most over V: converting as they are
+/// loaded costs less than a store and a reload). fp8 is decoded through a table.
+template <int W> KVSCOPE_PK_INLINE bool readsCacheDirectly(const Segment& sg, bool wide) {
+    if (sg.dtype == KvDtype::Fp32)
+        return true;
+    const bool converts = sg.dtype == KvDtype::Bf16 || (sg.dtype == KvDtype::Fp16 && W >= 8);
+    return converts && !wide && sg.rows <= Blocking<W>::SR;
 }
 
 /// DK, DV: key and value widths in floats.
@@ -514,7 +515,7 @@ KVSCOPE_PK_INLINE void attendPortable(const Segment& sg, Scratch& sc) {
     const bool shared = sg.values == sg.keys;
     // Rows in lanes from W rows on; below that the lanes hold key elements (narrow layout).
     const bool wide = R >= W;
-    const bool direct = !wide && readsCacheDirectly<W>(sg);
+    const bool direct = readsCacheDirectly<W>(sg, wide);
     const std::int64_t rPad = wide ? (R + W - 1) / W * W : R;
     sc.k.resize(std::size_t(T * DK));
     if (!shared)
@@ -539,36 +540,35 @@ KVSCOPE_PK_INLINE void attendPortable(const Segment& sg, Scratch& sc) {
         if (direct) {
             tileRows(at.k, n, kr);
             tileRows(shared ? at.k : at.v, n, vr); // MLA: V is the latent's first DV elements
-            switch (sg.dtype) {
-            case KvDtype::Fp16:
-                if constexpr (W >= 8)
-                    narrowTile<W, DK, DV, KvDtype::Fp16>(sg, kr, vr, n, sc);
-                break;
-            case KvDtype::Bf16:
-                narrowTile<W, DK, DV, KvDtype::Bf16>(sg, kr, vr, n, sc);
-                break;
-            default:
-                narrowTile<W, DK, DV, KvDtype::Fp32>(sg, kr, vr, n, sc);
-                break;
-            }
-            continue;
-        }
-        decodeTile<W, DK>(sg.dtype, at.k, n, kf);
-        std::fill(kf + n * DK, kf + T * DK, 0.0f); // rows past the end (their scores are masked)
-        scratchRows(kf, DK, kr);
-        if (shared) {
-            scratchRows(kf, DK, vr);
         } else {
-            decodeTile<W, DV>(sg.dtype, at.v, n, sc.v.data());
-            scratchRows(sc.v.data(), DV, vr);
+            decodeTile<W, DK>(sg.dtype, at.k, n, kf);
+            std::fill(kf + n * DK, kf + T * DK, 0.0f); // rows past the end: scores masked
+            scratchRows(kf, DK, kr);
+            if (shared) {
+                scratchRows(kf, DK, vr);
+            } else {
+                decodeTile<W, DV>(sg.dtype, at.v, n, sc.v.data());
+                scratchRows(sc.v.data(), DV, vr);
+            }
         }
-        if (wide) {
-            scoreTileWide<W, DK>(kf, sc.qt.data(), rPad, sc.s.data());
+        if (wide) { // fp32 rows, decoded or in the cache
+            scoreTileWide<W, DK>(kr, sc.qt.data(), rPad, sc.s.data());
             for (int v = 0; v < int(rPad / W); ++v)
                 softmaxWide<W>(n, rPad, v, sc);
             pvAllRows<W, DV, Blocking<W>::PR, KvDtype::Fp32>(vr, n, R, 1, rPad, sc);
-        } else {
+            continue;
+        }
+        switch (direct ? sg.dtype : KvDtype::Fp32) {
+        case KvDtype::Fp16:
+            if constexpr (W >= 8)
+                narrowTile<W, DK, DV, KvDtype::Fp16>(sg, kr, vr, n, sc);
+            break;
+        case KvDtype::Bf16:
+            narrowTile<W, DK, DV, KvDtype::Bf16>(sg, kr, vr, n, sc);
+            break;
+        default:
             narrowTile<W, DK, DV, KvDtype::Fp32>(sg, kr, vr, n, sc);
+            break;
         }
     }
     finishRows<DV>(sg, sc);
