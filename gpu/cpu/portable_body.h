@@ -1,23 +1,22 @@
-// The portable kernel's body, one instantiation per vector width: included once by each of
-// portable_kernel.cpp (W 4, no target), portable_avx2.cpp (W 8) and portable_avx512.cpp (W 16),
-// each defining KVSCOPE_PK_TARGET first. Every function carries that target, so GCC builds the
-// vector code for the width's own instruction set: W-wide helpers compiled for the default
-// target and inlined into a target function build a broadcast lane by lane (16 masked
-// broadcasts) and keep the W-wide loops at 0.7x (scores) of the same code compiled for AVX-512.
-// Internal linkage (an anonymous namespace), so the three copies never meet at link time.
+// The portable kernel's body, included by portable_kernel.cpp once per vector width (16: AVX-512,
+// 8: AVX2 + FMA + F16C, 4: the default target), each time with KVSCOPE_PK_TARGET (the width's
+// target attribute, or nothing) and KVSCOPE_PK_NS (a namespace for that copy) defined; both
+// are undefined at the end. Every function carries the target, so GCC builds the vector code
+// for the width's own instruction set: W-wide helpers compiled for the default target and
+// inlined into an AVX-512 function built each broadcast as 16 masked broadcasts, and the wide
+// layout's scores ran 1.4x slower. No include guard: one copy per inclusion, each in its own
+// namespace inside an anonymous one, so the copies never meet at link time.
 //
 // Per 32-token tile (gathered from 8 sub-streams of the segment, row_map.h; the last tokens in
-// contiguous tiles), the K and V rows are decoded to fp32 once for all rows, then three phases
-// run over all rows so independent rows overlap in the core: scores, the online-softmax update
-// (one max and one rescale per row and tile), and O = alpha O + P V, several rows per pass.
-// Two layouts: below W query rows the lanes hold key elements (W / SR tokens of SR rows per
-// transpose tree, one softmax per row); from W rows on they hold query rows (Q^T once per
-// segment, broadcast key elements, a lane-wise softmax). Arithmetic is fp32 throughout (P is
-// not rounded).
-#pragma once
-
-#ifndef KVSCOPE_PK_TARGET
-#error "define KVSCOPE_PK_TARGET (the width's target attribute, or nothing) before this header"
+// contiguous tiles), three phases run over all rows so independent rows overlap in the core:
+// scores, the online-softmax update, and O = alpha O + P V, several rows per pass. Two layouts:
+// below W query rows the lanes hold key elements (W / SR tokens of SR rows per transpose tree,
+// one softmax per row with a lazily moved reference maximum); from W rows on they hold query
+// rows (Q^T once per segment, broadcast key elements, a lane-wise softmax). fp32 rows are read
+// where they lie; fp16/bf16 too for up to SR narrow rows, converted as they load; otherwise a
+// tile is decoded to fp32 once for all rows. Arithmetic is fp32 throughout (P is not rounded).
+#if !defined(KVSCOPE_PK_TARGET) || !defined(KVSCOPE_PK_NS)
+#error "define KVSCOPE_PK_TARGET and KVSCOPE_PK_NS before including this header"
 #endif
 
 #include "gpu/cpu/decode.h"
@@ -33,13 +32,8 @@
 #define KVSCOPE_PK_INLINE inline __attribute__((always_inline)) KVSCOPE_PK_TARGET
 
 namespace kvscope::gpu::detail::cpu {
-
-/// The instantiations, nullptr where the CPU or compiler has no such width.
-PortableKernel portableKernelAvx512(std::int64_t keyDim, std::int64_t valueDim);
-PortableKernel portableKernelAvx2(std::int64_t keyDim, std::int64_t valueDim);
-PortableKernel portableKernelVec4(std::int64_t keyDim, std::int64_t valueDim);
-
 namespace {
+namespace KVSCOPE_PK_NS {
 
 /// W floats, one vector register on the target the kernel is compiled for (16: AVX-512, 8:
 /// AVX2, 4: SSE2 or any other CPU). One width per target, chosen at run time: a 16-float vector
@@ -591,5 +585,10 @@ template <int W> PortableKernel portableKernelFor(std::int64_t keyDim, std::int6
     return nullptr;
 }
 
+} // namespace KVSCOPE_PK_NS
 } // namespace
 } // namespace kvscope::gpu::detail::cpu
+
+#undef KVSCOPE_PK_INLINE
+#undef KVSCOPE_PK_TARGET
+#undef KVSCOPE_PK_NS

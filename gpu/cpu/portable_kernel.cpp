@@ -1,15 +1,23 @@
-// The portable kernel's dispatch (see portable_kernel.h) and its 4-wide instantiation, built for
-// the default target; the AVX2 and AVX-512 ones are portable_avx2.cpp and portable_avx512.cpp.
-#define KVSCOPE_PK_TARGET
-#include "gpu/cpu/portable_body.h"
+// The portable kernel's dispatch (see portable_kernel.h) and its three builds of
+// portable_body.h: AVX-512 (16 floats per vector), AVX2 + FMA (8; F16C for the fp16 decode,
+// which every AVX2 CPU has: x86-64-v3), and the default target (4).
+#include "gpu/cpu/simd.h"
 
 #include <cstdlib>
 
-namespace kvscope::gpu::detail::cpu {
+#if defined(__GNUC__) && defined(__x86_64__)
+#define KVSCOPE_PK_TARGET KVSCOPE_AVX512_TARGET
+#define KVSCOPE_PK_NS w16
+#include "gpu/cpu/portable_body.h"
+#define KVSCOPE_PK_TARGET __attribute__((target("avx2,fma,f16c")))
+#define KVSCOPE_PK_NS w8
+#include "gpu/cpu/portable_body.h"
+#endif
+#define KVSCOPE_PK_TARGET
+#define KVSCOPE_PK_NS w4
+#include "gpu/cpu/portable_body.h"
 
-PortableKernel portableKernelVec4(std::int64_t keyDim, std::int64_t valueDim) {
-    return portableKernelFor<4>(keyDim, valueDim);
-}
+namespace kvscope::gpu::detail::cpu {
 
 int portableWidth() {
     int w = 4;
@@ -29,12 +37,14 @@ int portableWidth() {
 }
 
 PortableKernel portableKernel(int width, std::int64_t keyDim, std::int64_t valueDim) {
-    PortableKernel k = nullptr;
+#if defined(__GNUC__) && defined(__x86_64__)
     if (width == 16)
-        k = portableKernelAvx512(keyDim, valueDim);
-    else if (width == 8)
-        k = portableKernelAvx2(keyDim, valueDim);
-    return k ? k : portableKernelVec4(keyDim, valueDim);
+        return w16::portableKernelFor<16>(keyDim, valueDim);
+    if (width == 8)
+        return w8::portableKernelFor<8>(keyDim, valueDim);
+#endif
+    (void)width;
+    return w4::portableKernelFor<4>(keyDim, valueDim);
 }
 
 } // namespace kvscope::gpu::detail::cpu

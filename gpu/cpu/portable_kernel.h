@@ -1,8 +1,7 @@
 // The portable decode-attention kernel: fp16/fp32 KV, and every KV dtype on CPUs without
 // AVX512_BF16. fp32 arithmetic on GCC vector types of W floats, one instantiation per vector
 // width (16: AVX-512, 8: AVX2 + FMA, 4: anything), picked at run time. The body is
-// portable_body.h, built once per width's ISA (portable_avx512.cpp, portable_avx2.cpp, and
-// portable_kernel.cpp, which also holds the dispatch).
+// portable_body.h, built once per width's instruction set by portable_kernel.cpp.
 #pragma once
 
 #include "gpu/backend.h"
