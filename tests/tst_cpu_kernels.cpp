@@ -94,8 +94,8 @@ private Q_SLOTS:
     /// a tile passes it by more than 8 in log2 units) and its lane-wise softmax (wide layout):
     /// scores grow by 0.3 per token over 200 tokens, so the reference moves several times and
     /// every tile between moves has weights up to 2^8; fp32 KV, so the output matches the fp64
-    /// reference to ~1e-6. Rows 1, 3 (read from the cache directly), 8 (decoded tiles) and 20
-    /// (rows in lanes), at every vector width this CPU runs.
+    /// reference to ~1e-6. Rows 1, 3, 8 (narrow below the width: rows read from the cache) and
+    /// 20 (rows in lanes: K decoded), at every vector width this CPU runs.
     void portableRescalesAsScoresGrow_data() {
         QTest::addColumn<int>("width");
         QTest::addColumn<int>("rows");
@@ -121,10 +121,19 @@ private Q_SLOTS:
             q[r * D + 1] = float(r + 1) / 8.0f;
         }
         std::vector<float> out(rows * D, std::nanf("")), lse(rows, std::nanf(""));
-        const detail::cpu::Segment sg{q.data(), rows, D, D,
+        const detail::cpu::Segment sg{q.data(),
+                                      rows,
+                                      D,
+                                      D,
                                       reinterpret_cast<const std::uint8_t*>(k.data()),
                                       reinterpret_cast<const std::uint8_t*>(v.data()),
-                                      4 * D, 4 * D, 0, S, KvDtype::Fp32, out.data(), lse.data()};
+                                      4 * D,
+                                      4 * D,
+                                      0,
+                                      S,
+                                      KvDtype::Fp32,
+                                      out.data(),
+                                      lse.data()};
         detail::cpu::Scratch sc;
         const detail::cpu::PortableKernel kernel = detail::cpu::portableKernel(width, D, D);
         QVERIFY(kernel);

@@ -12,9 +12,10 @@
 // scores, the online-softmax update, and O = alpha O + P V, several rows per pass. Two layouts:
 // below W query rows the lanes hold key elements (W / SR tokens of SR rows per transpose tree,
 // one softmax per row with a lazily moved reference maximum); from W rows on they hold query
-// rows (Q^T once per segment, broadcast key elements, a lane-wise softmax). fp32 rows are read
-// where they lie; fp16/bf16 too for up to SR narrow rows, converted as they load; otherwise a
-// tile is decoded to fp32 once for all rows. Arithmetic is fp32 throughout (P is not rounded).
+// rows (Q^T once per segment, broadcast key elements, a lane-wise softmax). The narrow layout
+// reads fp32 / fp16 / bf16 rows where they lie, converting as they load; the wide one decodes
+// each K tile to fp32 once for all rows (fp32 V is read where it lies). Arithmetic is fp32
+// throughout (P is not rounded).
 #if !defined(KVSCOPE_PK_TARGET) || !defined(KVSCOPE_PK_NS)
 #error "define KVSCOPE_PK_TARGET and KVSCOPE_PK_NS before including this header"
 #endif
@@ -161,8 +162,7 @@ template <int W> KVSCOPE_PK_INLINE typename Lanes<W>::F fp16ToFloatW(const std::
 #endif
 
 /// The rows of one tile, wherever they are read from: the fp32 scratch the tile was decoded
-/// into, or (the narrow layout with at most SR query rows, which reads each K element once and
-/// each V element once or twice) the KV cache itself, converted as it is loaded. Rows past the
+/// into, or the KV cache itself, converted as it is loaded (readsKeysDirectly). Rows past the
 /// tile's end repeat its last row (their scores are masked).
 struct TileRows {
     const std::uint8_t* row[kTileTokens];
@@ -347,8 +347,8 @@ KVSCOPE_PK_INLINE void transposeQ(const Segment& sg, std::int64_t rPad, Scratch&
 /// s[t][r] for tokens [t0, t0 + TB) and the RV row vectors from v0: each q^T vector, loaded
 /// once per key element, feeds TB tokens' broadcast key elements.
 template <int W, int DK, int RV, int TB>
-KVSCOPE_PK_INLINE void scoreTokensWide(const TileRows& k, const float* qt, std::int64_t rPad,
-                                       int v0, int t0, float* s) {
+KVSCOPE_PK_INLINE void scoreTokensWide(const float* kf, const float* qt, std::int64_t rPad, int v0,
+                                       int t0, float* s) {
     using F = typename Lanes<W>::F;
     F acc[TB][RV];
     for (int t = 0; t < TB; ++t)
@@ -359,7 +359,7 @@ KVSCOPE_PK_INLINE void scoreTokensWide(const TileRows& k, const float* qt, std::
         for (int v = 0; v < RV; ++v)
             qv[v] = loadW<W>(qt + c * rPad + (v0 + v) * W);
         for (int t = 0; t < TB; ++t) {
-            const F kb = splatW<W>(reinterpret_cast<const float*>(k.row[t0 + t])[c]);
+            const F kb = splatW<W>(kf[(t0 + t) * DK + c]);
             for (int v = 0; v < RV; ++v)
                 acc[t][v] += kb * qv[v];
         }
@@ -371,17 +371,17 @@ KVSCOPE_PK_INLINE void scoreTokensWide(const TileRows& k, const float* qt, std::
 
 /// Scores of the whole tile in the wide layout: two row vectors per pass, then one.
 template <int W, int DK>
-KVSCOPE_PK_INLINE void scoreTileWide(const TileRows& k, const float* qt, std::int64_t rPad,
+KVSCOPE_PK_INLINE void scoreTileWide(const float* kf, const float* qt, std::int64_t rPad,
                                      float* s) {
     constexpr int T = int(kTileTokens), TB2 = Blocking<W>::TB2, TB1 = Blocking<W>::TB1;
     const int vectors = int(rPad / W);
     int v0 = 0;
     for (; v0 + 2 <= vectors; v0 += 2)
         for (int t0 = 0; t0 < T; t0 += TB2)
-            scoreTokensWide<W, DK, 2, TB2>(k, qt, rPad, v0, t0, s);
+            scoreTokensWide<W, DK, 2, TB2>(kf, qt, rPad, v0, t0, s);
     if (v0 < vectors)
         for (int t0 = 0; t0 < T; t0 += TB1)
-            scoreTokensWide<W, DK, 1, TB1>(k, qt, rPad, v0, t0, s);
+            scoreTokensWide<W, DK, 1, TB1>(kf, qt, rPad, v0, t0, s);
 }
 
 /// Online-softmax update of the W rows of row vector v over the tile's n valid tokens, lane-wise
@@ -489,15 +489,20 @@ KVSCOPE_PK_INLINE void narrowTile(const Segment& sg, const TileRows& k, const Ti
     pvAllRows<W, DV, Blocking<W>::PR, S>(v, n, R, kTileTokens, 1, sc);
 }
 
-/// Whether a stream's rows are read from the cache itself rather than from a tile decoded into
-/// fp32 scratch: fp32 rows always (decoding them is a copy); fp16 and bf16 in the narrow layout
-/// with at most SR query rows (one pass over K; two at most over V: converting as they are
-/// loaded costs less than a store and a reload). fp8 is decoded through a table.
-template <int W> KVSCOPE_PK_INLINE bool readsCacheDirectly(const Segment& sg, bool wide) {
-    if (sg.dtype == KvDtype::Fp32)
-        return true;
-    const bool converts = sg.dtype == KvDtype::Bf16 || (sg.dtype == KvDtype::Fp16 && W >= 8);
-    return converts && !wide && sg.rows <= Blocking<W>::SR;
+/// Whether a stream's K (V) rows are read from the cache itself rather than from a tile decoded
+/// into fp32 scratch. The narrow layout: always for fp32 (decoding is a copy), fp16 and bf16
+/// (converting as they load, once per pass of 4 rows over K and of 3 over V, cost less than a
+/// store and a reload: paired, fp16 from DRAM, g 4 0.73, g 6 0.78-0.79, g 8 0.87-0.93, g 12
+/// 0.92-0.99 of the decoded tile's time). The wide layout: fp32 V rows (one row pointer per token
+/// of a P V pass), never K: its scores broadcast from 8-16 rows per key element, and through a
+/// row table GCC reloads every row pointer per element (16 pointer loads per 16 FMAs at g 16),
+/// where a decoded tile is one base and constant offsets. fp8 is decoded through a table.
+template <int W> KVSCOPE_PK_INLINE bool readsKeysDirectly(const Segment& sg, bool wide) {
+    return !wide && (sg.dtype == KvDtype::Fp32 || sg.dtype == KvDtype::Bf16 ||
+                     (sg.dtype == KvDtype::Fp16 && W >= 8));
+}
+template <int W> KVSCOPE_PK_INLINE bool readsValuesDirectly(const Segment& sg, bool wide) {
+    return readsKeysDirectly<W>(sg, wide) || (wide && sg.dtype == KvDtype::Fp32);
 }
 
 /// DK, DV: key and value widths in floats.
@@ -509,7 +514,8 @@ KVSCOPE_PK_INLINE void attendPortable(const Segment& sg, Scratch& sc) {
     const bool shared = sg.values == sg.keys;
     // Rows in lanes from W rows on; below that the lanes hold key elements (narrow layout).
     const bool wide = R >= W;
-    const bool direct = readsCacheDirectly<W>(sg, wide);
+    const bool kDirect = readsKeysDirectly<W>(sg, wide);
+    const bool vDirect = readsValuesDirectly<W>(sg, wide);
     const std::int64_t rPad = wide ? (R + W - 1) / W * W : R;
     sc.k.resize(std::size_t(T * DK));
     if (!shared)
@@ -531,28 +537,29 @@ KVSCOPE_PK_INLINE void attendPortable(const Segment& sg, Scratch& sc) {
     for (std::int64_t i = 0; i < gp.count(sg); ++i) {
         const GatherPlan::Tile at = gp.tile(sg, i);
         const std::int64_t n = at.n;
-        if (direct) {
+        if (kDirect) {
             tileRows(at.k, n, kr);
-            tileRows(shared ? at.k : at.v, n, vr); // MLA: V is the latent's first DV elements
         } else {
             decodeTile<W, DK>(sg.dtype, at.k, n, kf);
             std::fill(kf + n * DK, kf + T * DK, 0.0f); // rows past the end: scores masked
             scratchRows(kf, DK, kr);
-            if (shared) {
-                scratchRows(kf, DK, vr);
-            } else {
-                decodeTile<W, DV>(sg.dtype, at.v, n, sc.v.data());
-                scratchRows(sc.v.data(), DV, vr);
-            }
         }
-        if (wide) { // fp32 rows, decoded or in the cache
-            scoreTileWide<W, DK>(kr, sc.qt.data(), rPad, sc.s.data());
+        if (vDirect) {
+            tileRows(shared ? at.k : at.v, n, vr); // MLA: V is the latent's first DV elements
+        } else if (shared) {
+            vr = kr;
+        } else {
+            decodeTile<W, DV>(sg.dtype, at.v, n, sc.v.data());
+            scratchRows(sc.v.data(), DV, vr);
+        }
+        if (wide) { // K decoded, V fp32 (decoded or in the cache)
+            scoreTileWide<W, DK>(kf, sc.qt.data(), rPad, sc.s.data());
             for (int v = 0; v < int(rPad / W); ++v)
                 softmaxWide<W>(n, rPad, v, sc);
             pvAllRows<W, DV, Blocking<W>::PR, KvDtype::Fp32>(vr, n, R, 1, rPad, sc);
             continue;
         }
-        switch (direct ? sg.dtype : KvDtype::Fp32) {
+        switch (kDirect ? sg.dtype : KvDtype::Fp32) { // narrow: K and V both direct or not
         case KvDtype::Fp16:
             if constexpr (W >= 8)
                 narrowTile<W, DK, DV, KvDtype::Fp16>(sg, kr, vr, n, sc);
