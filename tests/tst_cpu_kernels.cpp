@@ -106,11 +106,6 @@ private Q_SLOTS:
         }
     }
 
-    /// Both fp8 decoders (VBMI, and the vpermi2w one the kernels fall back to) against the
-    /// scalar table on a partial tile: n rows of every code (NaN 0x7f/0xff included), an odd
-    /// source stride, rows n.. zero, nothing written past the tile. Widths of the kernels
-    /// (64..576) and masked VBMI tails (32, 96); tiles of the vdpbf16ps kernel (32 rows) and
-    /// of AMX MLA (64).
     /// The portable kernel's lazy rescale (narrow layout: the reference maximum moves only when
     /// a tile passes it by more than 8 in log2 units) and its lane-wise softmax (wide layout):
     /// scores grow by 0.3 per token over 200 tokens, so the reference moves several times and
@@ -175,6 +170,11 @@ private Q_SLOTS:
         }
     }
 
+    /// Both fp8 decoders (VBMI, and the vpermi2w one the kernels fall back to) against the
+    /// scalar table on a partial tile: n rows of every code (NaN 0x7f/0xff included), an odd
+    /// source stride, rows n.. zero, nothing written past the tile. Widths of the kernels
+    /// (64..576) and masked VBMI tails (32, 96); tiles of the vdpbf16ps kernel (32 rows) and
+    /// of AMX MLA (64).
     void fp8DecodersMatchTable_data() {
         QTest::addColumn<int>("width");
         QTest::addColumn<int>("n");

@@ -90,8 +90,8 @@ template <int W> KVSCOPE_PK_INLINE float hmaxW(typename Lanes<W>::F v) {
 
 /// 2^x for x <= kRescaleLog2 (8) on W lanes: x = n + f, n truncated toward zero so f in (-1, 1),
 /// 2^f by a degree-7 Taylor polynomial of e^(f ln 2) (relative error < 2e-6), 2^n added to the
-/// exponent bits. Inputs below -125
-/// give a value below 2^-125, which the softmax sums treat as the zero it should be.
+/// exponent bits. Inputs below -125 give a value below 2^-125, which the softmax sums treat as
+/// the zero it should be.
 template <int W> KVSCOPE_PK_INLINE typename Lanes<W>::F exp2NegW(typename Lanes<W>::F x) {
     using F = typename Lanes<W>::F;
     using I = typename Lanes<W>::I;
@@ -197,6 +197,14 @@ KVSCOPE_PK_INLINE typename Lanes<W>::F loadRowW(const std::uint8_t* row, int c) 
     }
 }
 
+/// n rows of N elements stored as S, row i read through `src`, into fp32 rows N apart.
+template <int W, int N, KvDtype S>
+KVSCOPE_PK_INLINE void convertTile(const RowMap& src, std::int64_t n, float* dst) {
+    for (std::int64_t i = 0; i < n; ++i)
+        for (int c = 0; c < N; c += W)
+            storeW<W>(dst + i * N + c, loadRowW<W, S>(src.row(int(i)), c));
+}
+
 /// Decodes n <= kTileTokens rows of N elements, row i read through `src` (contiguous or
 /// gathered, row_map.h), into fp32 rows N apart: fp16, bf16 and fp32 W values at a time in
 /// this width's instruction set (against a call per row to decode.h's decoder: fp16 K + V at
@@ -206,19 +214,13 @@ KVSCOPE_PK_INLINE void decodeTile(KvDtype dtype, const RowMap& src, std::int64_t
     static_assert(N % W == 0, "row width");
     switch (dtype) {
     case KvDtype::Fp16:
-#if defined(__GNUC__) && defined(__x86_64__)
         if constexpr (W >= 8) {
-            for (std::int64_t i = 0; i < n; ++i)
-                for (int c = 0; c < N; c += W)
-                    storeW<W>(dst + i * N + c, loadRowW<W, KvDtype::Fp16>(src.row(int(i)), c));
+            convertTile<W, N, KvDtype::Fp16>(src, n, dst);
             return;
         }
-#endif
         break;
     case KvDtype::Bf16:
-        for (std::int64_t i = 0; i < n; ++i)
-            for (int c = 0; c < N; c += W)
-                storeW<W>(dst + i * N + c, loadRowW<W, KvDtype::Bf16>(src.row(int(i)), c));
+        convertTile<W, N, KvDtype::Bf16>(src, n, dst);
         return;
     case KvDtype::Fp32:
         for (std::int64_t i = 0; i < n; ++i)
@@ -305,7 +307,7 @@ template <int W> KVSCOPE_PK_INLINE void softmaxRow(std::int64_t n, std::int64_t 
     F s[T / W];
     F mx = minusInf;
     for (int b = 0; b < T / W; ++b) {
-        const F left = F{} + float(n - b * W);
+        const F left = splatW<W>(float(n - b * W));
         s[b] = loadW<W>(sc.s.data() + r * T + b * W);
         s[b] = iota < left ? s[b] : minusInf;
         mx = mx > s[b] ? mx : s[b];
@@ -323,7 +325,7 @@ template <int W> KVSCOPE_PK_INLINE void softmaxRow(std::int64_t n, std::int64_t 
     const float mNew = m;
     F sum = F{};
     for (int b = 0; b < T / W; ++b) {
-        const F left = F{} + float(n - b * W);
+        const F left = splatW<W>(float(n - b * W));
         const F pb = iota < left ? exp2NegW<W>(s[b] - mNew) : F{};
         storeW<W>(sc.p.data() + r * T + b * W, pb);
         sum += pb;
