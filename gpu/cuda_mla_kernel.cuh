@@ -27,29 +27,11 @@ template <class Kv> struct MlaTile {
     static_assert(kSmemBytes <= 227 * 1024, "shared memory per block on sm_90");
 };
 
-/// Grid (splits, ceil(h/16), B), 128 threads. A block serves 16 heads of one request over one
-/// split of the latent cache: warp w scores tokens 8w..8w+7 of each stage (all 576 dims), the
-/// probabilities go through shared memory, and warp w accumulates output columns 128w..128w+127.
-template <class Kv> __global__ void __launch_bounds__(kThreads) mlaDecodeKernel(DecodeParams p) {
+/// Copies the queries of heads 16·mTile .. +15 into shared memory (zero rows past h).
+template <class Kv>
+__device__ __forceinline__ void loadMlaQueries(DecodeParams p, std::uint8_t* qs, int b, int mTile) {
     using Tile = MlaTile<Kv>;
-    constexpr bool kFp16 = Kv::kIsFp16;
-    constexpr int kDqk = Tile::kDqk, kDv = Tile::kDv;
-    extern __shared__ __align__(16) std::uint8_t smem[];
-    std::uint8_t* qs = smem;
-    std::uint8_t* stages = qs + Tile::kQBytes;
-    std::uint8_t* ps = stages + 2 * Tile::kStageBytes;
-    float* redMax = reinterpret_cast<float*>(ps + Tile::kPBytes);
-    float* redSum = redMax + kWarps * 16;
-
-    const int split = blockIdx.x, mTile = blockIdx.y, b = blockIdx.z;
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int gid = lane / 4, tig = lane % 4;
-    const int t0 = split * p.tokensPerSplit;
-    const int t1 = min(p.context, t0 + p.tokensPerSplit);
-    const int nTok = max(0, t1 - t0);
-    const std::uint8_t* cache = p.k + std::size_t(b) * p.context * kDqk * Kv::kBytes;
-
-    // Queries of heads 16·mTile .. +15 into shared memory (zero rows past h).
+    constexpr int kDqk = Tile::kDqk;
     for (int i = threadIdx.x; i < 16 * (kDqk * 2 / 16); i += kThreads) {
         const int r = i / (kDqk * 2 / 16), col = i % (kDqk * 2 / 16);
         const int head = mTile * 16 + r;
@@ -60,45 +42,64 @@ template <class Kv> __global__ void __launch_bounds__(kThreads) mlaDecodeKernel(
                                                 col * 16);
         *reinterpret_cast<uint4*>(qs + r * Tile::kQRowBytes + col * 16) = v;
     }
+}
 
-    auto loadStage = [&](int tile, int stage) {
-        std::uint8_t* dst = stages + stage * Tile::kStageBytes;
-        for (int i = threadIdx.x; i < Tile::kTokens * Tile::kVecPerRow; i += kThreads) {
-            const int row = i / Tile::kVecPerRow, col = i % Tile::kVecPerRow;
-            const int tok = tile * Tile::kTokens + row;
-            const bool valid = tok < nTok;
-            const std::size_t off =
-                valid ? (std::size_t(t0 + tok) * kDqk * Kv::kBytes + col * 16) : 0;
-            cpAsync16(dst + row * Tile::kRowBytes + col * 16, cache + off, valid);
-        }
-        cpAsyncCommit();
-    };
+/// Issues the cp.async copies of stage `tile` of the latent rows (zero-filled from nTok on)
+/// into shared-memory buffer `dst`, and commits them as one group.
+template <class Kv>
+__device__ __forceinline__ void loadMlaStage(std::uint8_t* dst, const std::uint8_t* cache, int t0,
+                                             int nTok, int tile) {
+    using Tile = MlaTile<Kv>;
+    for (int i = threadIdx.x; i < Tile::kTokens * Tile::kVecPerRow; i += kThreads) {
+        const int row = i / Tile::kVecPerRow, col = i % Tile::kVecPerRow;
+        const int tok = tile * Tile::kTokens + row;
+        const bool valid = tok < nTok;
+        const std::size_t off =
+            valid ? (std::size_t(t0 + tok) * Tile::kDqk * Kv::kBytes + col * 16) : 0;
+        cpAsync16(dst + row * Tile::kRowBytes + col * 16, cache + off, valid);
+    }
+    cpAsyncCommit();
+}
 
-    float acc[Tile::kDvPerWarp / 8][4];
-#pragma unroll
-    for (int n = 0; n < Tile::kDvPerWarp / 8; ++n)
-        acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
+/// Shared-memory areas of the MLA kernel: queries, two stages, P, per-warp row maxima and sums.
+template <class Kv> struct MlaSmem {
+    std::uint8_t* qs;
+    std::uint8_t* stages;
+    std::uint8_t* ps;
+    float* redMax;
+    float* redSum;
+    __device__ __forceinline__ explicit MlaSmem(std::uint8_t* smem)
+        : qs(smem), stages(qs + MlaTile<Kv>::kQBytes), ps(stages + 2 * MlaTile<Kv>::kStageBytes),
+          redMax(reinterpret_cast<float*>(ps + MlaTile<Kv>::kPBytes)),
+          redSum(redMax + kWarps * 16) {}
+};
+
+/// What one warp holds: its 128 output columns' accumulators (C fragments) for the 16 heads,
+/// and each thread's rows gid and gid + 8: the running maximum and the full row sum (identical
+/// in every warp: both are reduced across the block).
+template <class Kv> struct MlaWarp {
+    using Tile = MlaTile<Kv>;
+    static constexpr bool kFp16 = Kv::kIsFp16;
+    static constexpr int kN = Tile::kDvPerWarp / 8;
+    int warp, gid, tig;
+    float acc[kN][4];
     float mRow[2] = {-INFINITY, -INFINITY}, lRow[2] = {0.f, 0.f};
 
-    const int nTiles = (nTok + Tile::kTokens - 1) / Tile::kTokens;
-    if (nTiles > 0)
-        loadStage(0, 0);
-    for (int tile = 0; tile < nTiles; ++tile) {
-        if (tile + 1 < nTiles) {
-            loadStage(tile + 1, (tile + 1) & 1);
-            cpAsyncWait<1>();
-        } else {
-            cpAsyncWait<0>();
-        }
-        __syncthreads();
-        const std::uint8_t* cs = stages + (tile & 1) * Tile::kStageBytes;
-        // Scores for tokens 8·warp .. +7 (one n8 tile), 36 k-steps over 576 dims.
-        float s[4] = {0.f, 0.f, 0.f, 0.f};
+    __device__ __forceinline__ MlaWarp(int w, int lane) : warp(w), gid(lane / 4), tig(lane % 4) {
+#pragma unroll
+        for (int n = 0; n < kN; ++n)
+            acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
+    }
+
+    /// Raw scores of tokens 8·warp .. +7 of the stage (one n8 tile), 36 k-steps over 576 dims.
+    __device__ __forceinline__ void scores(const std::uint8_t* cs, const std::uint8_t* qs,
+                                           float (&s)[4]) const {
+        s[0] = s[1] = s[2] = s[3] = 0.f;
         const std::uint8_t* krow = cs + (warp * 8 + gid) * Tile::kRowBytes;
         const std::uint8_t* q0 = qs + gid * Tile::kQRowBytes;
         const std::uint8_t* q1 = q0 + 8 * Tile::kQRowBytes;
 #pragma unroll 4
-        for (int kstep = 0; kstep < kDqk / 16; ++kstep) {
+        for (int kstep = 0; kstep < Tile::kDqk / 16; ++kstep) {
             const int c = kstep * 16 + tig * 2;
             const std::uint32_t a[4] = {*reinterpret_cast<const std::uint32_t*>(q0 + c * 2),
                                         *reinterpret_cast<const std::uint32_t*>(q1 + c * 2),
@@ -107,18 +108,25 @@ template <class Kv> __global__ void __launch_bounds__(kThreads) mlaDecodeKernel(
             mma16816<kFp16>(s, a, loadPair<Kv>(krow + c * Kv::kBytes),
                             loadPair<Kv>(krow + (c + 8) * Kv::kBytes));
         }
+    }
+
+    /// Online softmax across the block (the stage's 32 tokens are spread over the warps):
+    /// maxima and sums reduced through shared memory, P written there in the mma operand type,
+    /// the accumulators rescaled. `tokBase`: the stage's first token; masked from nTok on.
+    __device__ __forceinline__ void softmax(float (&s)[4], int tokBase, int nTok, float scaleLog2,
+                                            const MlaSmem<Kv>& sm) {
         float rowMax[2] = {-INFINITY, -INFINITY};
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-            const int tok = tile * Tile::kTokens + warp * 8 + tig * 2 + (e & 1);
-            s[e] = tok < nTok ? s[e] * p.scaleLog2 : -INFINITY;
+            const int tok = tokBase + warp * 8 + tig * 2 + (e & 1);
+            s[e] = tok < nTok ? s[e] * scaleLog2 : -INFINITY;
             rowMax[e >> 1] = fmaxf(rowMax[e >> 1], s[e]);
         }
         rowMax[0] = quadMax(rowMax[0]);
         rowMax[1] = quadMax(rowMax[1]);
         if (tig == 0) {
-            redMax[warp * 16 + gid] = rowMax[0];
-            redMax[warp * 16 + gid + 8] = rowMax[1];
+            sm.redMax[warp * 16 + gid] = rowMax[0];
+            sm.redMax[warp * 16 + gid + 8] = rowMax[1];
         }
         __syncthreads();
         float scaleOld[2], mUse[2];
@@ -127,7 +135,7 @@ template <class Kv> __global__ void __launch_bounds__(kThreads) mlaDecodeKernel(
             float tileMax = -INFINITY;
 #pragma unroll
             for (int w = 0; w < kWarps; ++w)
-                tileMax = fmaxf(tileMax, redMax[w * 16 + gid + 8 * r]);
+                tileMax = fmaxf(tileMax, sm.redMax[w * 16 + gid + 8 * r]);
             const float mNew = fmaxf(mRow[r], tileMax); // identical in every warp
             mUse[r] = mNew == -INFINITY ? 0.f : mNew;
             scaleOld[r] = fastExp2(mRow[r] - mUse[r]);
@@ -140,15 +148,15 @@ template <class Kv> __global__ void __launch_bounds__(kThreads) mlaDecodeKernel(
             rowSum[e >> 1] += s[e];
         }
         // P (16 heads x 32 tokens) to shared memory in the mma operand type.
-        *reinterpret_cast<std::uint32_t*>(ps + gid * Tile::kPRowBytes + (warp * 8 + tig * 2) * 2) =
-            packPair<kFp16>(s[0], s[1]);
-        *reinterpret_cast<std::uint32_t*>(ps + (gid + 8) * Tile::kPRowBytes +
+        *reinterpret_cast<std::uint32_t*>(sm.ps + gid * Tile::kPRowBytes +
+                                          (warp * 8 + tig * 2) * 2) = packPair<kFp16>(s[0], s[1]);
+        *reinterpret_cast<std::uint32_t*>(sm.ps + (gid + 8) * Tile::kPRowBytes +
                                           (warp * 8 + tig * 2) * 2) = packPair<kFp16>(s[2], s[3]);
         rowSum[0] = quadSum(rowSum[0]);
         rowSum[1] = quadSum(rowSum[1]);
         if (tig == 0) {
-            redSum[warp * 16 + gid] = rowSum[0];
-            redSum[warp * 16 + gid + 8] = rowSum[1];
+            sm.redSum[warp * 16 + gid] = rowSum[0];
+            sm.redSum[warp * 16 + gid + 8] = rowSum[1];
         }
         __syncthreads();
 #pragma unroll
@@ -156,17 +164,20 @@ template <class Kv> __global__ void __launch_bounds__(kThreads) mlaDecodeKernel(
             float tileSum = 0.f;
 #pragma unroll
             for (int w = 0; w < kWarps; ++w)
-                tileSum += redSum[w * 16 + gid + 8 * r];
-            lRow[r] = lRow[r] * scaleOld[r] + tileSum; // full row sum, identical in every warp
+                tileSum += sm.redSum[w * 16 + gid + 8 * r];
+            lRow[r] = lRow[r] * scaleOld[r] + tileSum;
         }
 #pragma unroll
-        for (int n = 0; n < Tile::kDvPerWarp / 8; ++n) {
+        for (int n = 0; n < kN; ++n) {
             acc[n][0] *= scaleOld[0];
             acc[n][1] *= scaleOld[0];
             acc[n][2] *= scaleOld[1];
             acc[n][3] *= scaleOld[1];
         }
-        // O[:, 128·warp ..] += P (16 x 32) · C[tokens, dims]: two k16 steps over the tokens.
+    }
+
+    /// O[:, 128·warp ..] += P (16 x 32) · C[tokens, dims]: two k16 steps over the tokens.
+    __device__ __forceinline__ void accumulate(const std::uint8_t* cs, const std::uint8_t* ps) {
 #pragma unroll
         for (int kstep = 0; kstep < Tile::kTokens / 16; ++kstep) {
             const int c = kstep * 16 + tig * 2;
@@ -178,7 +189,7 @@ template <class Kv> __global__ void __launch_bounds__(kThreads) mlaDecodeKernel(
                                                         (c + 8) * 2)};
             const std::uint8_t* v0 = cs + c * Tile::kRowBytes; // token kstep*16 + tig*2
 #pragma unroll
-            for (int n = 0; n < Tile::kDvPerWarp / 8; ++n) {
+            for (int n = 0; n < kN; ++n) {
                 const int colBytes = (warp * Tile::kDvPerWarp + n * 8 + gid) * Kv::kBytes;
                 const std::uint32_t vb0 =
                     loadColumnPair<Kv>(v0 + colBytes, v0 + Tile::kRowBytes + colBytes);
@@ -187,34 +198,73 @@ template <class Kv> __global__ void __launch_bounds__(kThreads) mlaDecodeKernel(
                 mma16816<kFp16>(acc[n], a, vb0, vb1);
             }
         }
-        __syncthreads(); // P, the reductions and the stage are rewritten next iteration
     }
 
-    // Each warp owns distinct output columns: write them directly.
-    const std::size_t rowsAll = std::size_t(p.batch) * p.qHeads;
+    /// Each warp owns distinct output columns: the output itself with one split, else the
+    /// split's partial rows and (warp 0) their LSE.
+    __device__ __forceinline__ void store(DecodeParams p, int split, int mTile, int b) const {
+        const std::size_t rowsAll = std::size_t(p.batch) * p.qHeads;
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-        const int head = mTile * 16 + gid + 8 * r;
-        if (head >= p.qHeads)
-            continue;
-        const std::size_t row = std::size_t(b) * p.qHeads + head;
-        const float inv = lRow[r] > 0.f ? 1.f / lRow[r] : 0.f;
+        for (int r = 0; r < 2; ++r) {
+            const int head = mTile * 16 + gid + 8 * r;
+            if (head >= p.qHeads)
+                continue;
+            const std::size_t row = std::size_t(b) * p.qHeads + head;
+            const float inv = lRow[r] > 0.f ? 1.f / lRow[r] : 0.f;
 #pragma unroll
-        for (int n = 0; n < Tile::kDvPerWarp / 8; ++n) {
+            for (int n = 0; n < kN; ++n) {
 #pragma unroll
-            for (int e = 0; e < 2; ++e) {
-                const int c = warp * Tile::kDvPerWarp + n * 8 + tig * 2 + e;
-                const float val = acc[n][2 * r + e] * inv;
-                if (p.splits == 1)
-                    storeActivation<kFp16>(p.out, row * kDv + c, val);
-                else
-                    p.partialOut[(std::size_t(split) * rowsAll + row) * kDv + c] = val;
+                for (int e = 0; e < 2; ++e) {
+                    const int c = warp * Tile::kDvPerWarp + n * 8 + tig * 2 + e;
+                    const float val = acc[n][2 * r + e] * inv;
+                    if (p.splits == 1)
+                        storeActivation<kFp16>(p.out, row * Tile::kDv + c, val);
+                    else
+                        p.partialOut[(std::size_t(split) * rowsAll + row) * Tile::kDv + c] = val;
+                }
             }
+            if (p.splits > 1 && warp == 0 && tig == 0)
+                p.partialLse[std::size_t(split) * rowsAll + row] =
+                    lRow[r] > 0.f ? mRow[r] + __log2f(lRow[r]) : -INFINITY;
         }
-        if (p.splits > 1 && warp == 0 && tig == 0)
-            p.partialLse[std::size_t(split) * rowsAll + row] =
-                lRow[r] > 0.f ? mRow[r] + __log2f(lRow[r]) : -INFINITY;
     }
+};
+
+/// Grid (splits, ceil(h/16), B), 128 threads. A block serves 16 heads of one request over one
+/// split of the latent cache: warp w scores tokens 8w..8w+7 of each stage (all 576 dims), the
+/// probabilities go through shared memory, and warp w accumulates output columns 128w..128w+127.
+template <class Kv> __global__ void __launch_bounds__(kThreads) mlaDecodeKernel(DecodeParams p) {
+    using Tile = MlaTile<Kv>;
+    extern __shared__ __align__(16) std::uint8_t smem[];
+    const MlaSmem<Kv> sm(smem);
+    const int split = blockIdx.x, mTile = blockIdx.y, b = blockIdx.z;
+    MlaWarp<Kv> w(threadIdx.x / 32, threadIdx.x % 32);
+    const int t0 = split * p.tokensPerSplit;
+    const int t1 = min(p.context, t0 + p.tokensPerSplit);
+    const int nTok = max(0, t1 - t0);
+    const std::uint8_t* cache = p.k + std::size_t(b) * p.context * Tile::kDqk * Kv::kBytes;
+    loadMlaQueries<Kv>(p, sm.qs, b, mTile);
+
+    const int nTiles = (nTok + Tile::kTokens - 1) / Tile::kTokens;
+    if (nTiles > 0)
+        loadMlaStage<Kv>(sm.stages, cache, t0, nTok, 0);
+    for (int tile = 0; tile < nTiles; ++tile) {
+        if (tile + 1 < nTiles) {
+            loadMlaStage<Kv>(sm.stages + ((tile + 1) & 1) * Tile::kStageBytes, cache, t0, nTok,
+                             tile + 1);
+            cpAsyncWait<1>();
+        } else {
+            cpAsyncWait<0>();
+        }
+        __syncthreads();
+        const std::uint8_t* cs = sm.stages + (tile & 1) * Tile::kStageBytes;
+        float s[4];
+        w.scores(cs, sm.qs, s);
+        w.softmax(s, tile * Tile::kTokens, nTok, p.scaleLog2, sm);
+        w.accumulate(cs, sm.ps);
+        __syncthreads(); // P, the reductions and the stage are rewritten next iteration
+    }
+    w.store(p, split, mTile, b);
 }
 
 } // namespace kvscope::gpu::cuda
