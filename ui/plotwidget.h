@@ -7,6 +7,7 @@
 
 #include <QPointer>
 #include <QString>
+#include <utility>
 #include <vector>
 
 namespace kvscope::ui {
@@ -99,6 +100,9 @@ protected:
         double x, y;
         Qt::Alignment align;
     };
+    /// A floating label with its spots, as the parts of a plot's rebuild return them (a null
+    /// label: nothing to place).
+    using Floating = std::pair<QCPItemText*, std::vector<Spot>>;
     void addFloating(QCPItemText* label, std::vector<Spot> spots);
     void placeFloating();
     static QRectF itemRect(const QCPItemText* t);

@@ -77,7 +77,6 @@ private:
     /// The current variant's rows (with a step), in batch order.
     std::vector<const kvscope::StepSweepRow*> currentRows() const;
     /// rebuild's parts; each label they return is placed last, in order of importance.
-    using Floating = std::pair<QCPItemText*, std::vector<Spot>>;
     Floating shadePastPool(double maxBatch, double yLo, double yHi);
     void addBars();
     bool addCurves(); ///< false when no point has a value

@@ -6,6 +6,8 @@
 #include "ui/plotwidget.h"
 #include "ui/viewmodel.h"
 
+#include <optional>
+
 namespace kvscope::ui {
 
 class TpPlot : public PlotWidget {
@@ -28,6 +30,18 @@ protected:
 private:
     double valueOf(const TpPoint& p) const;
     std::vector<double> shown(const TpData& d) const;
+    /// rebuild's parts, in drawing order; each label they return is placed last, in order of
+    /// importance.
+    void styleTitle(); ///< the title and the value axis' label, for the kind and metric
+    /// The axes' ranges around every point (and the ridge); the largest TP, or none when no
+    /// point has a value.
+    std::optional<double> fitRanges();
+    Floating shadeReplication(double maxTp);
+    void addSeries(const TpSeries& s, const QColor& c, bool dashed);
+    void addCurves();
+    Floating addRidge();
+    Floating addCurrentTp();
+    Floating addCrossover();
 
     Kind kind_;
     Metric metric_ = Metric::Tokens;
