@@ -40,6 +40,31 @@ bool writeText(const QString& path, const std::string& text, QString* error) {
     }
     return true;
 }
+
+// An action with its shortcuts in `menu` (before `before` when given), and on the window as
+// well: its shortcuts then work wherever the focus is, even with no menu to hold it.
+template <typename Fn>
+QAction* addMenuAction(MainWindow& w, QMenu* menu, const QString& text, QList<QKeySequence> keys,
+                       Fn fn, QAction* before = nullptr) {
+    auto* a = new QAction(text, menu ? static_cast<QObject*>(menu) : &w);
+    a->setShortcuts(keys);
+    QObject::connect(a, &QAction::triggered, &w, fn);
+    if (menu) {
+        if (before)
+            menu->insertAction(before, a);
+        else
+            menu->addAction(a);
+    }
+    w.addAction(a);
+    return a;
+}
+
+void bannerOr(MainWindow& w, bool ok, const QString& what, const QString& err) {
+    if (ok)
+        w.showBanner(what, false);
+    else
+        w.showBanner(err, true);
+}
 } // namespace
 
 Features::Features(MainWindow& w) : QObject(&w), w_(w) {
@@ -53,35 +78,20 @@ Features::Features(MainWindow& w) : QObject(&w), w_(w) {
 }
 
 void Features::installActions() {
-    MainWindow& w = w_;
-    auto add = [&w](QMenu* menu, const QString& text, QList<QKeySequence> keys, auto fn,
-                    QAction* before = nullptr) {
-        auto* a = new QAction(text, menu ? static_cast<QObject*>(menu) : &w);
-        a->setShortcuts(keys);
-        QObject::connect(a, &QAction::triggered, &w, fn);
-        if (menu) {
-            if (before)
-                menu->insertAction(before, a);
-            else
-                menu->addAction(a);
-        }
-        w.addAction(a);
-        return a;
-    };
-    auto bannerOr = [&w](bool ok, const QString& what, const QString& err) {
-        if (ok)
-            w.showBanner(what, false);
-        else
-            w.showBanner(err, true);
-    };
+    installFileActions();
+    installViewActions();
+    installToolsActions();
+}
 
+void Features::installFileActions() {
     // File: sessions, the Hugging Face cache, export.
+    MainWindow& w = w_;
     QMenu* file = w.menu(QStringLiteral("File"));
     QAction* quit = file && !file->actions().isEmpty() ? file->actions().constLast() : nullptr;
     if (file && quit)
         file->insertSeparator(quit);
-    add(
-        file, tr("Open &session…"), {QKeySequence(tr("Ctrl+Shift+O"))},
+    addMenuAction(
+        w, file, tr("Open &session…"), {QKeySequence(tr("Ctrl+Shift+O"))},
         [this, &w] {
             const QString path = QFileDialog::getOpenFileName(&w, tr("Open a kvscope session"), {},
                                                               tr("kvscope sessions (*.json)"));
@@ -90,46 +100,46 @@ void Features::installActions() {
                 w.showBanner(err, true);
         },
         quit);
-    add(
-        file, tr("Sa&ve session…"), {QKeySequence::Save},
-        [this, &w, bannerOr] {
+    addMenuAction(
+        w, file, tr("Sa&ve session…"), {QKeySequence::Save},
+        [this, &w] {
             const QString path = QFileDialog::getSaveFileName(&w, tr("Save the session"),
                                                               QStringLiteral("session.json"),
                                                               tr("kvscope sessions (*.json)"));
             QString err;
             if (!path.isEmpty())
-                bannerOr(saveSession(path, &err), tr("Saved %1").arg(path), err);
+                bannerOr(w, saveSession(path, &err), tr("Saved %1").arg(path), err);
         },
         quit);
-    add(
-        file, tr("Open model from the &Hugging Face cache…"), {QKeySequence(tr("Ctrl+Shift+H"))},
+    addMenuAction(
+        w, file, tr("Open model from the &Hugging Face cache…"), {QKeySequence(tr("Ctrl+Shift+H"))},
         [&w] { openFromHuggingFaceCache(w); }, quit);
     if (file && quit)
         file->insertSeparator(quit);
-    add(
-        file, tr("Export &report (PDF)…"), {QKeySequence(tr("Ctrl+Shift+E"))},
-        [this, &w, bannerOr] {
+    addMenuAction(
+        w, file, tr("Export &report (PDF)…"), {QKeySequence(tr("Ctrl+Shift+E"))},
+        [this, &w] {
             const QString path = QFileDialog::getSaveFileName(&w, tr("Export a one-page report"),
                                                               QStringLiteral("kvscope-report.pdf"),
                                                               tr("PDF (*.pdf)"));
             QString err;
             if (!path.isEmpty())
-                bannerOr(exportPdf(path, &err), tr("Wrote %1").arg(path), err);
+                bannerOr(w, exportPdf(path, &err), tr("Wrote %1").arg(path), err);
         },
         quit);
-    add(
-        file, tr("Export &numbers (CSV, JSON, Markdown)…"), {QKeySequence(tr("Ctrl+Alt+E"))},
-        [this, &w, bannerOr] {
+    addMenuAction(
+        w, file, tr("Export &numbers (CSV, JSON, Markdown)…"), {QKeySequence(tr("Ctrl+Alt+E"))},
+        [this, &w] {
             const QString path = QFileDialog::getSaveFileName(
                 &w, tr("Export the numbers"), QStringLiteral("kvscope.csv"),
                 tr("CSV (*.csv);;JSON (*.json);;Markdown (*.md)"));
             QString err;
             if (!path.isEmpty())
-                bannerOr(exportNumbers(path, &err), tr("Wrote %1").arg(path), err);
+                bannerOr(w, exportNumbers(path, &err), tr("Wrote %1").arg(path), err);
         },
         quit);
-    add(
-        file, tr("&Copy numbers (Markdown)"), {QKeySequence(tr("Ctrl+Shift+C"))},
+    addMenuAction(
+        w, file, tr("&Copy numbers (Markdown)"), {QKeySequence(tr("Ctrl+Shift+C"))},
         [this, &w] {
             copyNumbers();
             w.showBanner(tr("The numbers are on the clipboard as a Markdown table"), false);
@@ -137,18 +147,36 @@ void Features::installActions() {
         quit);
     if (file && quit)
         file->insertSeparator(quit);
+}
 
+void Features::installViewActions() {
     // View: story mode and presentation mode.
+    MainWindow& w = w_;
     QMenu* view = w.menu(QStringLiteral("View"));
     QMenu* storyMenu = view ? view->addMenu(tr("&Story")) : nullptr;
     if (view)
         view->insertSeparator(storyMenu->menuAction());
+    installStoryActions(storyMenu);
+    auto* present =
+        addMenuAction(w, view, tr("&Presentation mode"), {QKeySequence(Qt::Key_F5)}, [this] {
+            presentation_->setActive(!presentation_->active(),
+                                     QGuiApplication::platformName() != QLatin1String("offscreen"));
+        });
+    present->setCheckable(true);
+    connect(present, &QAction::triggered, present,
+            [this, present] { present->setChecked(presentation_->active()); });
+    addMenuAction(w, view, tr("Shortcut &overlay"), {QKeySequence(Qt::Key_Question)},
+                  [this] { presentation_->toggleHelp(); });
+}
+
+void Features::installStoryActions(QMenu* storyMenu) {
+    MainWindow& w = w_;
     for (const std::string& name : builtinStories())
-        add(storyMenu, tr("Play “%1”").arg(q(name)),
-            name == "chapter" ? QList<QKeySequence>{QKeySequence(tr("Ctrl+Shift+Y"))}
-                              : QList<QKeySequence>{},
-            [this, n = q(name)] { story_->loadBuiltin(n); });
-    add(storyMenu, tr("Open story file…"), {}, [this, &w] {
+        addMenuAction(w, storyMenu, tr("Play “%1”").arg(q(name)),
+                      name == "chapter" ? QList<QKeySequence>{QKeySequence(tr("Ctrl+Shift+Y"))}
+                                        : QList<QKeySequence>{},
+                      [this, n = q(name)] { story_->loadBuiltin(n); });
+    addMenuAction(w, storyMenu, tr("Open story file…"), {}, [this, &w] {
         const QString path =
             QFileDialog::getOpenFileName(&w, tr("Open a story"), {}, tr("Stories (*.json)"));
         if (!path.isEmpty())
@@ -157,18 +185,19 @@ void Features::installActions() {
     if (storyMenu)
         storyMenu->addSeparator();
     QList<QAction*> nav;
-    nav << add(
-        storyMenu, tr("Next step"),
+    nav << addMenuAction(
+        w, storyMenu, tr("Next step"),
         {QKeySequence(Qt::Key_Right), QKeySequence(Qt::Key_PageDown), QKeySequence(Qt::Key_Space)},
         [this] { story_->next(); });
-    nav << add(storyMenu, tr("Previous step"),
-               {QKeySequence(Qt::Key_Left), QKeySequence(Qt::Key_PageUp)},
-               [this] { story_->prev(); });
-    nav << add(storyMenu, tr("First step"), {QKeySequence(Qt::Key_Home)},
-               [this] { story_->first(); });
-    nav << add(storyMenu, tr("Last step"), {QKeySequence(Qt::Key_End)}, [this] { story_->last(); });
-    nav << add(storyMenu, tr("Close the story"), {QKeySequence(tr("Ctrl+Shift+W"))},
-               [this] { story_->close(); });
+    nav << addMenuAction(w, storyMenu, tr("Previous step"),
+                         {QKeySequence(Qt::Key_Left), QKeySequence(Qt::Key_PageUp)},
+                         [this] { story_->prev(); });
+    nav << addMenuAction(w, storyMenu, tr("First step"), {QKeySequence(Qt::Key_Home)},
+                         [this] { story_->first(); });
+    nav << addMenuAction(w, storyMenu, tr("Last step"), {QKeySequence(Qt::Key_End)},
+                         [this] { story_->last(); });
+    nav << addMenuAction(w, storyMenu, tr("Close the story"), {QKeySequence(tr("Ctrl+Shift+W"))},
+                         [this] { story_->close(); });
     // The arrows belong to the sliders unless a story runs.
     for (QAction* a : nav)
         a->setEnabled(false);
@@ -176,43 +205,39 @@ void Features::installActions() {
         for (QAction* a : nav)
             a->setEnabled(on);
     });
-    auto* present = add(view, tr("&Presentation mode"), {QKeySequence(Qt::Key_F5)}, [this] {
-        presentation_->setActive(!presentation_->active(),
-                                 QGuiApplication::platformName() != QLatin1String("offscreen"));
-    });
-    present->setCheckable(true);
-    connect(present, &QAction::triggered, present,
-            [this, present] { present->setChecked(presentation_->active()); });
-    add(view, tr("Shortcut &overlay"), {QKeySequence(Qt::Key_Question)},
-        [this] { presentation_->toggleHelp(); });
+}
 
+void Features::installToolsActions() {
     // Tools: compare, measure, plan, explain.
+    MainWindow& w = w_;
     QMenu* tools = w.menu(QStringLiteral("Tools"));
     if (tools)
         tools->addSeparator();
-    add(tools, tr("Pin current as &A (compare)"), {QKeySequence(Qt::Key_A)},
-        [this] { compare_->pinCurrent(); });
-    add(tools, tr("Unpin A"), {QKeySequence(Qt::SHIFT | Qt::Key_A)}, [this] { compare_->unpin(); });
+    addMenuAction(w, tools, tr("Pin current as &A (compare)"), {QKeySequence(Qt::Key_A)},
+                  [this] { compare_->pinCurrent(); });
+    addMenuAction(w, tools, tr("Unpin A"), {QKeySequence(Qt::SHIFT | Qt::Key_A)},
+                  [this] { compare_->unpin(); });
     if (tools)
         tools->addSeparator();
-    add(tools, tr("&Measure this model (CPU, or CUDA when present)"), {QKeySequence(tr("Ctrl+M"))},
-        [this, &w] {
-            const MeasureJob job = measure_->jobForCurrentState();
-            if (job.shapes.empty())
-                w.showBanner(tr("Measure: no variant of this model fits the kernels"), true);
-            else
-                measure_->start(job);
-        });
-    add(tools, tr("Cancel the measurement"), {QKeySequence(tr("Ctrl+."))},
-        [this] { measure_->cancel(); });
-    add(tools, tr("Load measurements…"), {}, [this, &w] {
+    addMenuAction(w, tools, tr("&Measure this model (CPU, or CUDA when present)"),
+                  {QKeySequence(tr("Ctrl+M"))}, [this, &w] {
+                      const MeasureJob job = measure_->jobForCurrentState();
+                      if (job.shapes.empty())
+                          w.showBanner(tr("Measure: no variant of this model fits the kernels"),
+                                       true);
+                      else
+                          measure_->start(job);
+                  });
+    addMenuAction(w, tools, tr("Cancel the measurement"), {QKeySequence(tr("Ctrl+."))},
+                  [this] { measure_->cancel(); });
+    addMenuAction(w, tools, tr("Load measurements…"), {}, [this, &w] {
         const QString path = QFileDialog::getOpenFileName(&w, tr("Load a measurement file"), {},
                                                           tr("Measurements (*.json)"));
         QString err;
         if (!path.isEmpty() && !measure_->loadJson(path, &err))
             w.showBanner(tr("Measurements: %1").arg(err), true);
     });
-    add(tools, tr("Save measurements…"), {}, [this, &w, bannerOr] {
+    addMenuAction(w, tools, tr("Save measurements…"), {}, [this, &w] {
         if (!measure_->hasResults()) {
             w.showBanner(tr("Measurements: nothing measured or loaded yet"), true);
             return;
@@ -222,12 +247,12 @@ void Features::installActions() {
                                                           tr("Measurements (*.json)"));
         QString err;
         if (!path.isEmpty())
-            bannerOr(measure_->saveJson(path, &err), tr("Wrote %1").arg(path),
+            bannerOr(w, measure_->saveJson(path, &err), tr("Wrote %1").arg(path),
                      tr("Measurements: %1").arg(err));
     });
     if (tools)
         tools->addSeparator();
-    add(tools, tr("&Plan a deployment…"), {QKeySequence(tr("Ctrl+Shift+P"))}, [&w] {
+    addMenuAction(w, tools, tr("&Plan a deployment…"), {QKeySequence(tr("Ctrl+Shift+P"))}, [&w] {
         auto* dlg = new PlanDialog(w.state(), &w);
         dlg->setAttribute(Qt::WA_DeleteOnClose);
         connect(dlg, &PlanDialog::applyRequested, &w, [&w](const AppState& s) {
@@ -237,11 +262,12 @@ void Features::installActions() {
         });
         dlg->show();
     });
-    add(tools, tr("&Explain an engine log…"), {QKeySequence(tr("Ctrl+Shift+X"))}, [&w] {
-        auto* dlg = new ExplainLogDialog(&w);
-        dlg->setAttribute(Qt::WA_DeleteOnClose);
-        dlg->show();
-    });
+    addMenuAction(w, tools, tr("&Explain an engine log…"), {QKeySequence(tr("Ctrl+Shift+X"))},
+                  [&w] {
+                      auto* dlg = new ExplainLogDialog(&w);
+                      dlg->setAttribute(Qt::WA_DeleteOnClose);
+                      dlg->show();
+                  });
 }
 
 bool Features::openSession(const QString& path, QString* error) {

@@ -7,6 +7,8 @@
 #include <QString>
 #include <optional>
 
+class QMenu;
+
 namespace kvscope::ui {
 
 class MainWindow;
@@ -42,7 +44,12 @@ public:
     void copyNumbers();
 
 private:
+    /// One helper per menu; each action is on the window too, so its shortcut works anywhere.
     void installActions();
+    void installFileActions();
+    void installViewActions();
+    void installStoryActions(QMenu* storyMenu); ///< View → Story: the stories and the step keys
+    void installToolsActions();
 
     MainWindow& w_;
     StoryController* story_ = nullptr;
