@@ -13,6 +13,7 @@
 #include <QPushButton>
 #include <QThread>
 #include <algorithm>
+#include <functional>
 
 namespace kvscope::ui {
 
@@ -23,6 +24,135 @@ QString q(const std::string& s) {
 
 gpu::KvDtype setDtype(const gpu::MeasurementSet& set) {
     return set.points.empty() ? gpu::KvDtype::Bf16 : set.points.front().shape.dtype;
+}
+
+/// What a sweep hands back to the GUI thread: the set as far as it got, whether every shape
+/// ran, and the banner's line.
+struct SweepOutcome {
+    gpu::MeasurementSet set;
+    bool ok = false;
+    QString message;
+};
+
+/// One sweep, on the worker thread: the ceilings, the kernel shapes, then the decode steps.
+/// `report` gets the progress in permille each time that changes; `cancel` stops the sweep at
+/// the backend's next progress call.
+class SweepRun {
+public:
+    using Report = std::function<void(int permille, const QString& what)>;
+    SweepRun(const MeasureJob& job, const std::atomic<bool>& cancel, Report report)
+        : job_(job), cancel_(cancel), report_(std::move(report)),
+          steps_(static_cast<double>(job.shapes.size() + job.steps.size() + (job.ceilings ? 1 : 0) +
+                                     (job.steps.empty() ? 0 : 1))) {}
+
+    SweepOutcome run();
+
+private:
+    bool hook(double f, const std::string& what);
+    /// Each is false when the sweep was cancelled in it.
+    bool measureShapes(gpu::Backend& backend);
+    bool measureSteps();
+    SweepOutcome stopped(const QString& why) const { return {set_, false, why}; }
+
+    const MeasureJob& job_;
+    const std::atomic<bool>& cancel_;
+    Report report_;
+    const gpu::Progress progress_ = [this](double f, const std::string& what) {
+        return hook(f, what);
+    };
+    const double steps_; ///< the hook's whole: a shape, a step or a ceilings run each count 1
+    double done_ = 0;
+    int lastPermille_ = -1;
+    gpu::MeasurementSet set_;
+    int failures_ = 0;
+    std::string firstError_;
+};
+
+bool SweepRun::hook(double f, const std::string& what) {
+    if (cancel_)
+        return false;
+    const int permille = static_cast<int>(1000.0 * (done_ + f) / std::max(1.0, steps_));
+    if (permille != lastPermille_) {
+        lastPermille_ = permille;
+        report_(permille, q(what));
+    }
+    return true;
+}
+
+SweepOutcome SweepRun::run() {
+    set_.backend = job_.backend;
+    set_.model = job_.model;
+    std::string why;
+    auto backend = gpu::makeBackend(job_.backend, &why);
+    if (!backend)
+        return stopped(q(why));
+    const auto devices = backend->devices();
+    set_.device = devices.empty() ? job_.backend : devices.front().name;
+    if (job_.ceilings) {
+        set_.ceilings = backend->measureCeilings(progress_);
+        if (cancel_ || !set_.ceilings.ok)
+            return stopped(cancel_ ? QStringLiteral("cancelled")
+                                   : QStringLiteral("ceilings: ") + q(set_.ceilings.error));
+        done_ += 1;
+    }
+    if (!measureShapes(*backend) || !measureSteps())
+        return stopped(QStringLiteral("cancelled"));
+    const bool ok = failures_ == 0;
+    const QString msg = ok ? QStringLiteral("%1 points measured on %2")
+                                 .arg(set_.points.size() + set_.steps.size())
+                                 .arg(q(set_.device))
+                           : QStringLiteral("%1 of %2 shapes failed; first: %3")
+                                 .arg(failures_)
+                                 .arg(job_.shapes.size())
+                                 .arg(q(firstError_));
+    return {set_, ok, msg};
+}
+
+bool SweepRun::measureShapes(gpu::Backend& backend) {
+    for (std::size_t i = 0; i < job_.shapes.size(); ++i) {
+        const std::string skip = backend.supports(job_.shapes[i]);
+        if (!skip.empty()) {
+            done_ += 1;
+            continue;
+        }
+        gpu::Measurement m = backend.measure(job_.shapes[i], progress_);
+        if (cancel_)
+            return false;
+        m.variant = i < job_.variants.size() ? job_.variants[i] : std::string();
+        if (m.ok)
+            set_.points.push_back(m);
+        else if (++failures_ == 1)
+            firstError_ = m.variant + ": " + m.error;
+        done_ += 1;
+    }
+    return true;
+}
+
+bool SweepRun::measureSteps() {
+    if (job_.steps.empty())
+        return true;
+    std::string why;
+    auto stepBackend = gpu::makeStepBackend(job_.backend, &why);
+    if (!stepBackend) {
+        if (++failures_ == 1)
+            firstError_ = why;
+        return true;
+    }
+    // The step backend's own ceilings: its spot re-measurements need them.
+    if (!stepBackend->measureCeilings(progress_).ok)
+        return true;
+    done_ += 1;
+    for (const gpu::StepShape& s : job_.steps) {
+        gpu::StepMeasurement m = stepBackend->measureStep(s, progress_);
+        if (cancel_)
+            return false;
+        if (m.ok)
+            set_.steps.push_back(m);
+        else if (++failures_ == 1)
+            firstError_ = "step " + gpu::describe(s) + ": " + m.error;
+        done_ += 1;
+    }
+    return true;
 }
 } // namespace
 
@@ -155,102 +285,13 @@ void MeasureController::start(const MeasureJob& job) {
         (void)generation;
     };
     QThread* t = QThread::create([job, run, generation, post, this] {
-        gpu::MeasurementSet set;
-        set.backend = job.backend;
-        set.model = job.model;
-        std::string why;
-        auto backend = gpu::makeBackend(job.backend, &why);
-        if (!backend) {
-            post([this, generation, set, why] { onDone(generation, set, false, q(why)); });
-            return;
-        }
-        const auto devices = backend->devices();
-        set.device = devices.empty() ? job.backend : devices.front().name;
-        const double steps =
-            static_cast<double>(job.shapes.size() + job.steps.size() + (job.ceilings ? 1 : 0) +
-                                (job.steps.empty() ? 0 : 1));
-        double done = 0;
-        int lastPermille = -1;
-        auto hook = [&](double f, const std::string& what) {
-            if (run->cancel)
-                return false;
-            const int permille = static_cast<int>(1000.0 * (done + f) / std::max(1.0, steps));
-            if (permille != lastPermille) {
-                lastPermille = permille;
-                const QString text = q(what);
-                post([this, generation, permille, text] {
-                    onProgress(generation, permille / 1000.0, text);
-                });
-            }
-            return true;
-        };
-        if (job.ceilings) {
-            set.ceilings = backend->measureCeilings(hook);
-            if (run->cancel || !set.ceilings.ok) {
-                const QString msg = run->cancel
-                                        ? QStringLiteral("cancelled")
-                                        : QStringLiteral("ceilings: ") + q(set.ceilings.error);
-                post([this, generation, set, msg] { onDone(generation, set, false, msg); });
-                return;
-            }
-            done += 1;
-        }
-        int failures = 0;
-        std::string firstError;
-        for (std::size_t i = 0; i < job.shapes.size(); ++i) {
-            const std::string skip = backend->supports(job.shapes[i]);
-            if (!skip.empty()) {
-                done += 1;
-                continue;
-            }
-            gpu::Measurement m = backend->measure(job.shapes[i], hook);
-            if (run->cancel) {
-                post([this, generation, set] {
-                    onDone(generation, set, false, QStringLiteral("cancelled"));
-                });
-                return;
-            }
-            m.variant = i < job.variants.size() ? job.variants[i] : std::string();
-            if (m.ok)
-                set.points.push_back(m);
-            else if (++failures == 1)
-                firstError = m.variant + ": " + m.error;
-            done += 1;
-        }
-        if (!job.steps.empty()) {
-            auto stepBackend = gpu::makeStepBackend(job.backend, &why);
-            if (stepBackend) {
-                // The step backend's own ceilings: its spot re-measurements need them.
-                if (stepBackend->measureCeilings(hook).ok) {
-                    done += 1;
-                    for (const gpu::StepShape& s : job.steps) {
-                        gpu::StepMeasurement m = stepBackend->measureStep(s, hook);
-                        if (run->cancel) {
-                            post([this, generation, set] {
-                                onDone(generation, set, false, QStringLiteral("cancelled"));
-                            });
-                            return;
-                        }
-                        if (m.ok)
-                            set.steps.push_back(m);
-                        else if (++failures == 1)
-                            firstError = "step " + gpu::describe(s) + ": " + m.error;
-                        done += 1;
-                    }
-                }
-            } else if (++failures == 1) {
-                firstError = why;
-            }
-        }
-        const bool ok = failures == 0;
-        const QString msg = ok ? QStringLiteral("%1 points measured on %2")
-                                     .arg(set.points.size() + set.steps.size())
-                                     .arg(q(set.device))
-                               : QStringLiteral("%1 of %2 shapes failed; first: %3")
-                                     .arg(failures)
-                                     .arg(job.shapes.size())
-                                     .arg(q(firstError));
-        post([this, generation, set, ok, msg] { onDone(generation, set, ok, msg); });
+        SweepRun sweep(job, run->cancel, [&](int permille, const QString& text) {
+            post([this, generation, permille, text] {
+                onProgress(generation, permille / 1000.0, text);
+            });
+        });
+        const SweepOutcome r = sweep.run();
+        post([this, generation, r] { onDone(generation, r.set, r.ok, r.message); });
     });
     t->setObjectName(QStringLiteral("kvscope-measure"));
     connect(t, &QThread::finished, t, &QObject::deleteLater);
