@@ -47,7 +47,20 @@ ExplainLogDialog::ExplainLogDialog(QWidget* parent) : QDialog(parent) {
     text_->setObjectName(QStringLiteral("logText"));
     text_->setLineWrapMode(QPlainTextEdit::NoWrap);
     text_->setPlaceholderText(tr("INFO ... vLLM API server version ..."));
-    auto* result = new QWidget(split);
+    QWidget* result = buildResultPane(split);
+    split->addWidget(text_);
+    split->addWidget(result);
+    split->setStretchFactor(1, 2);
+    v->addWidget(split, 1);
+    v->addLayout(buildControlsRow());
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, this);
+    connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
+    v->addWidget(buttons);
+    resize(1100, 800);
+}
+
+QWidget* ExplainLogDialog::buildResultPane(QWidget* parent) {
+    auto* result = new QWidget(parent);
     auto* rv = new QVBoxLayout(result);
     rv->setContentsMargins(0, 0, 0, 0);
     summary_ = new QLabel(result);
@@ -87,11 +100,10 @@ ExplainLogDialog::ExplainLogDialog(QWidget* parent) : QDialog(parent) {
     rv->addWidget(summary_);
     rv->addWidget(terms_, 1);
     rv->addWidget(notes_);
-    split->addWidget(text_);
-    split->addWidget(result);
-    split->setStretchFactor(1, 2);
-    v->addWidget(split, 1);
+    return result;
+}
 
+QHBoxLayout* ExplainLogDialog::buildControlsRow() {
     auto* row = new QHBoxLayout;
     auto* open = new QPushButton(tr("Open log…"), this);
     connect(open, &QPushButton::clicked, this, [this] {
@@ -123,11 +135,7 @@ ExplainLogDialog::ExplainLogDialog(QWidget* parent) : QDialog(parent) {
     row->addWidget(gpu_);
     row->addWidget(run);
     row->addWidget(status_, 1);
-    v->addLayout(row);
-    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, this);
-    connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
-    v->addWidget(buttons);
-    resize(1100, 800);
+    return row;
 }
 
 void ExplainLogDialog::setLogText(const QString& text) {

@@ -10,6 +10,7 @@ class QPlainTextEdit;
 class QTableWidget;
 class QLabel;
 class QComboBox;
+class QHBoxLayout;
 
 namespace kvscope::ui {
 
@@ -34,6 +35,11 @@ public:
     QString statusText() const;
 
 private:
+    /// The results under the log: the fleet line and table, the summary, the terms, the notes.
+    QWidget* buildResultPane(QWidget* parent);
+    /// Open log, Open folder, the GPU choice, Explain and the status line.
+    QHBoxLayout* buildControlsRow();
+
     QPlainTextEdit* text_ = nullptr;
     QComboBox* gpu_ = nullptr;
     QLabel* summary_ = nullptr;
