@@ -62,6 +62,37 @@ private Q_SLOTS:
         QCOMPARE(plot.graphCount(), 1 + 7);
     }
 
+    void legendNamesFitANarrowDock() {
+        // A docked tab at 1600x1000 gives the plot about 340 px: the legend takes fewer columns
+        // rather than cutting the layouts' names ("GQA-16") short; a wide plot keeps four.
+        const AppState s = state("llama-3-70b", "h200", 2, 6);
+        auto r = evaluate(s.model, s.gpu, s.deployment);
+        QVERIFY(r.ok());
+        StepPlot plot;
+        plot.setState(s, r.value());
+        for (int width : {340, 800}) {
+            plot.resize(width, 320);
+            plot.show();
+            QApplication::processEvents();
+            plot.replot(QCustomPlot::rpImmediateRefresh);
+            int entries = 0; // the grid's cells; the last row's may be empty
+            for (int i = 0; i < plot.legend->itemCount(); ++i) {
+                const QCPAbstractLegendItem* item = plot.legend->item(i);
+                if (!item)
+                    continue;
+                ++entries;
+                QVERIFY2(item->outerRect().width() >= item->minimumOuterSizeHint().width(),
+                         qPrintable(QStringLiteral("entry %1 cut at width %2").arg(i).arg(width)));
+                QVERIFY(plot.rect().contains(item->outerRect()));
+            }
+            QCOMPARE(entries, 1 + 7); // the KV share and the seven layouts
+            if (width == 800)
+                QCOMPARE(plot.legend->wrap(), 4);
+            else
+                QVERIFY(plot.legend->wrap() < 4);
+        }
+    }
+
     void measuredStepsOverlayScaled() {
         const AppState s = state("llama-3-8b", "h200", 1, 16);
         auto r = evaluate(s.model, s.gpu, s.deployment);

@@ -88,6 +88,8 @@ StepPlot::StepPlot(QWidget* parent) : PlotWidget(parent) {
     plotLayout()->addElement(0, 0, title_);
     // After the floating labels are placed (PlotWidget connects first).
     connect(this, &QCustomPlot::afterLayout, this, &StepPlot::fitPoolLabel);
+    // After the legend's items are swapped for the cached ones, before the layout sizes them.
+    connect(this, &QCustomPlot::beforeReplot, this, &StepPlot::fitLegendColumns);
     rebuild();
 }
 
@@ -111,6 +113,35 @@ void StepPlot::fitPoolLabel() {
     const QString both = titleText_ + QStringLiteral(" · ") + note;
     const bool fits = QFontMetrics(title_->font()).horizontalAdvance(both) < width() - 8;
     title_->setText(clear ? titleText_ : fits ? both : note);
+}
+
+void StepPlot::fitLegendColumns() {
+    // Up to four columns, as many as fit the plot's width with each column as wide as its
+    // widest entry: four fixed columns cut the layouts' names short ("GQA-" for GQA-16) in a
+    // docked tab at 1600×1000, where a third row costs less than unreadable names.
+    QList<int> widths;
+    for (int i = 0; i < bottomLegend_->elementCount(); ++i)
+        if (QCPLayoutElement* e = bottomLegend_->elementAt(i))
+            widths.append(e->minimumOuterSizeHint().width());
+    if (widths.isEmpty())
+        return;
+    const QMargins m = bottomLegend_->margins();
+    const int room = viewport().width() - m.left() - m.right();
+    int columns = 4;
+    for (; columns > 1; --columns) {
+        QList<int> column(columns, 0);
+        for (int i = 0; i < widths.size(); ++i)
+            column[i % columns] = std::max(column[i % columns], widths[i]);
+        int need = (columns - 1) * bottomLegend_->columnSpacing();
+        for (int w : column)
+            need += w;
+        if (need <= room)
+            break;
+    }
+    if (columns == bottomLegend_->wrap())
+        return;
+    bottomLegend_->setWrap(columns);
+    bottomLegend_->setFillOrder(bottomLegend_->fillOrder(), true); // moves the items already in
 }
 
 void StepPlot::setState(const AppState& s, const Report& current) {

@@ -103,6 +103,8 @@ private:
     QPointer<QCPItemText> poolLabel_;
     /// Hides the pool's label where it finds no free spot, and names the band in the title.
     void fitPoolLabel();
+    /// The legend's columns: as many as fit the plot's width, so no name is cut short.
+    void fitLegendColumns();
 };
 
 } // namespace kvscope::ui
