@@ -79,6 +79,27 @@ private Q_SLOTS:
         verifyPlotLabelsClear(w, 0);
     }
 
+    // A config file's model is named after its file ("google__gemma-3-27b-it"): the TP plots'
+    // legends show the name without the org, as a preset's title reads.
+    void configModelLegendWithoutOrg() {
+        StartupOptions o =
+            parseStartup(QStringList{QStringLiteral("kvscope"), QStringLiteral("--model"),
+                                     fixture("google__gemma-3-27b-it.json")});
+        QVERIFY2(o.error.isEmpty(), qPrintable(o.error));
+        MainWindow w(MainWindow::Options{false, false});
+        QString err;
+        QVERIFY2(applyStartup(w, o, &err), qPrintable(err));
+        w.show();
+        w.renderNow();
+        for (const char* view : {"capacity", "intensity"}) {
+            auto* plot = qobject_cast<PlotWidget*>(w.viewWidget(QLatin1String(view)));
+            QVERIFY(plot && plot->graphCount() > 0);
+            const QString name = plot->graph(0)->name();
+            QVERIFY2(name.startsWith(QLatin1String("gemma-3-27b-it ")), qPrintable(name));
+            QVERIFY2(!name.contains(QLatin1String("__")), qPrintable(name));
+        }
+    }
+
     // Presentation mode at 1920×1080: the markers grow (size and ring, from a regenerated
     // sprite: the point's box holds more of the ring's colour than in the normal window) and
     // no label of the enlarged type covers a point, crosses a line or runs off its plot.

@@ -14,6 +14,16 @@ namespace {
 QString q(const std::string& s) {
     return QString::fromStdString(s);
 }
+
+// A config file's model is named after its file, "org__name": "meta-llama__Meta-Llama-3-8B
+// GQA-8" reads as "Meta-Llama-3-8B GQA-8" in the legend and the tooltips, as a preset's title
+// does (the series' label stays as it is: setData compares it).
+QString seriesName(const TpSeries& s) {
+    const QString label = q(s.label);
+    const qsizetype org = label.indexOf(QStringLiteral("__"));
+    const qsizetype space = label.indexOf(QLatin1Char(' '));
+    return org > 0 && (space < 0 || org < space) ? label.mid(org + 2) : label;
+}
 } // namespace
 
 TpPlot::TpPlot(Kind kind, QWidget* parent) : PlotWidget(parent), kind_(kind) {
@@ -192,7 +202,7 @@ TpPlot::Floating TpPlot::shadeReplication(double maxTp) {
 
 void TpPlot::addSeries(const TpSeries& s, const QColor& c, bool dashed) {
     auto* g = addGraph();
-    g->setName(q(s.label));
+    g->setName(seriesName(s));
     g->setPen(QPen(c, 3, dashed ? Qt::DashLine : Qt::SolidLine));
     g->setScatterStyle(
         QCPScatterStyle(s.mla ? QCPScatterStyle::ssDiamond : QCPScatterStyle::ssCircle, QPen(c, 2),
@@ -307,7 +317,7 @@ void TpPlot::mouseMoveEvent(QMouseEvent* e) {
                     e->globalPosition().toPoint(),
                     tr("<b>%1</b> at TP = %2<br>%3 tokens<br>%4 concurrent requests<br>%5 "
                        "FLOP/byte%6")
-                        .arg(q(s.label))
+                        .arg(seriesName(s))
                         .arg(p.tp)
                         .arg(q(withCommas(p.tokens)), q(fixed(p.concurrency, 2)),
                              q(fixed(p.intensityFlopPerByte, 1)),
