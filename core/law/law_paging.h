@@ -1,5 +1,6 @@
-// Internal to the law (core/law/law.cpp, core/law/law_paging.cpp): what each layer group costs
-// under a deployment, and vLLM's paging of the pool from those costs.
+// Internal to the law (core/law/law.cpp, law_validate.cpp, law_paging.cpp): how a deployment
+// reads the model's attention (latent or per-head, the KV heads), what each layer group costs
+// under it, and vLLM's paging of the pool from those costs.
 #pragma once
 
 #include "core/law/law.h"
@@ -10,6 +11,22 @@
 #include <vector>
 
 namespace kvscope::lawdetail {
+
+inline std::string str(std::int64_t v) {
+    return std::to_string(v);
+}
+
+/// An MLA model caches its latent unless --h-kv asks for the per-head what-if.
+inline bool latentMode(const ModelSpec& m, const Deployment& d) {
+    return m.mla && !d.kvHeads;
+}
+
+/// The KV heads the deployment caches: 1 for the latent, else --h-kv or the model's own.
+inline std::int64_t effectiveKvHeads(const ModelSpec& m, const Deployment& d) {
+    if (latentMode(m, d))
+        return 1;
+    return d.kvHeads.value_or(m.kvHeads.value);
+}
 
 /// What one layer group costs under a deployment: bytes per token per layer (the cell part),
 /// and fixed bytes per request per layer, on one rank and for the whole model.
