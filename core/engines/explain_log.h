@@ -1,9 +1,9 @@
 // Explain an engine's startup log: read what a vLLM or SGLang log says about the model, TP,
 // memory and the KV pool; predict the same numbers with core for the logged engine release;
 // explain the difference term by term (budget, weights, activation peak, non-torch memory, CUDA
-// graphs, pool, cell, block rounding). Pieces: log_parse.cpp (the pattern table),
-// log_models.cpp (logged name → preset), explain_log.cpp (the explanation and the fleet),
-// explain_render.cpp (text and JSON).
+// graphs, pool, cell, block rounding). Pieces: log_parse.cpp (the pattern table), log_scan.cpp
+// (the line scanning it is written in), log_models.cpp (logged name → preset), explain_log.cpp
+// (the explanation and the fleet), explain_render.cpp (text and JSON).
 #pragma once
 
 #include "core/engines/engine.h"
