@@ -78,6 +78,146 @@ double mlpActivationElements(const ModelSpec& m, double w) {
     return m.gatedMlp.value ? 2 * d + 6 * w : 2 * d + 4 * w;
 }
 
+/// Parameters of one routed expert; 0 for a dense model.
+double routedExpertParams(const ModelSpec& m) {
+    return m.routedExperts.value > 0 ? mlpParams(m, m.moeIntermediate.value) : 0;
+}
+
+/// Weights read once per step, per rank. Routed experts no token of the batch picked are not
+/// read: a fraction (1 − k/E)^B of each MoE layer's E experts under uniform top-k routing. Shared
+/// experts and dense layers are always read. The embedding table is gathered (B rows, counted
+/// with the activations), not streamed; lm_head (or the tied table) is read in full. Experts are
+/// sharded across TP like every other matrix (vLLM's default without expert parallelism), so
+/// everything is / TP.
+std::int64_t stepWeightBytes(const ModelSpec& m, const Deployment& d, const Report& r,
+                             const DecodeStep& s, double expert) {
+    const double tp = static_cast<double>(d.tp);
+    const ParamCount& p = r.params; // the checkpoint's, as the pool uses
+    const std::int64_t e = m.routedExperts.value;
+    const double routed = static_cast<double>(s.moeLayers) * static_cast<double>(e) * expert;
+    const double untouched =
+        e > 0 ? routed * (1.0 - s.expertsTouchedPerMoeLayer / static_cast<double>(e)) : 0;
+    const double head = static_cast<double>(m.tiedEmbeddings.value ? p.embedding : p.lmHead);
+    // Bytes as loaded (core/model/weights.cpp): quantized values with their scales and zero points,
+    // modules a checkpoint leaves 16-bit at 2 B. Embeddings, lm_head, norms and routers stay
+    // 16-bit in every quantized checkpoint (core/model/params.h). The untouched experts are taken
+    // off at the routed experts' own bytes per parameter.
+    const LoadedWeights loaded = loadedWeights(m, d.weightDtype, d.tp);
+    const double expertBytesPerParam =
+        p.experts > 0 ? static_cast<double>(loaded.expertBytes) / static_cast<double>(p.experts)
+                      : 0;
+    const double sixteen = (head + static_cast<double>(p.norms + p.router)) *
+                           static_cast<double>(loaded.unquantizedElementBytes);
+    const double body =
+        static_cast<double>(loaded.attentionMlpBytes) - untouched * expertBytesPerParam;
+    return std::llround((body + sixteen) / tp);
+}
+
+/// Activation bytes of one step per rank: every layer's attention block and residual stream,
+/// the dense or MoE MLP, the embedding gather, the final norm and lm_head's vocab shard.
+std::int64_t stepActivationBytes(const ModelSpec& m, const Deployment& d, const Report& r,
+                                 std::int64_t moeLayers) {
+    const double B = static_cast<double>(d.batch);
+    const double tp = static_cast<double>(d.tp);
+    const double dModel = static_cast<double>(m.hidden.value);
+    const double vocab = static_cast<double>(m.vocab.value);
+    const std::int64_t e = m.routedExperts.value, k = m.expertsPerToken.value;
+    const double attn = attentionActivationElements(m, r);
+    const double dense = mlpActivationElements(m, static_cast<double>(m.intermediate.value) / tp);
+    const double moe = e > 0 ? mlpActivationElements(
+                                   m, static_cast<double>((std::min(k, e) + m.sharedExperts.value) *
+                                                          m.moeIntermediate.value) /
+                                          tp) +
+                                   dModel + static_cast<double>(e) // the router: d in, E scores out
+                             : 0;
+    // The residual stream: vLLM fuses each residual add into the next RMSNorm
+    // (fused_add_rms_norm, vllm/model_executor/layers/layernorm.py), which reads the
+    // input and the residual and writes both: 4d, twice per layer.
+    const double residual = 8 * dModel;
+    const double L = static_cast<double>(m.layers.value);
+    const double perToken = L * (attn + residual) + static_cast<double>(moeLayers) * moe +
+                            (L - static_cast<double>(moeLayers)) * dense +
+                            2 * dModel             // embedding rows: gathered, written
+                            + 4 * dModel           // final fused add + norm
+                            + dModel + vocab / tp; // lm_head: d in, its vocab shard out
+    return std::llround(B * perToken * kActivationBytes);
+}
+
+/// FLOPs per rank. GEMMs: 2 FLOPs per multiply-add, every parameter a token's matmuls use:
+/// attention, dense MLPs, k routed + the shared experts of each MoE layer, the routers, and
+/// lm_head (the embedding gather and the norms are not matmuls). Attention (formulas.md §8): GQA
+/// family 2 · B · h_rank · S · (d_k + d_v) per layer (= 4·B·h·S·d_h / TP when d_k = d_v), MLA
+/// absorbed 2 · B · h_rank · S · (2r + d_rope); a window layer attends over at most its window.
+/// The query heads per rank set the work whatever DCP does with the context.
+void countFlops(DecodeStep& s, const ModelSpec& m, const Deployment& d, const Report& r,
+                double expert) {
+    const double B = static_cast<double>(d.batch);
+    const double tp = static_cast<double>(d.tp);
+    const double dModel = static_cast<double>(m.hidden.value);
+    const double vocab = static_cast<double>(m.vocab.value);
+    const ParamCount& p = r.params;
+    const std::int64_t e = m.routedExperts.value, k = m.expertsPerToken.value;
+    s.activeParams =
+        static_cast<double>(p.attention + p.mlp + p.router) -
+        (e > 0 ? static_cast<double>(s.moeLayers) * static_cast<double>(e - std::min(k, e)) * expert
+               : 0) +
+        vocab * dModel;
+    s.gemmFlops = 2.0 * s.activeParams * B / tp;
+    const double hR = static_cast<double>(r.qHeadsPerRank);
+    const double perPosition = r.attention == AttentionKind::MLA
+                                   ? 2.0 * (2.0 * static_cast<double>(m.kvLoraRank.value) +
+                                            static_cast<double>(m.qkRopeHeadDim.value))
+                                   : 2.0 * static_cast<double>(r.keyDim + r.valueDim);
+    double positions = 0;
+    for (std::int64_t w : m.layerWindow)
+        positions += static_cast<double>(w > 0 ? std::min(d.context, w) : d.context);
+    s.attentionFlops = B * hR * positions * perPosition;
+}
+
+/// Tensor-parallel communication per rank. Megatron-style TP all-reduces the residual stream
+/// twice per layer (after o_proj and after the MLP/MoE down projection; vLLM RowParallelLinear
+/// reduce_results). A ring all-reduce of M bytes has each rank send (and receive)
+/// 2(TP−1)/TP · M.
+void countCommunication(DecodeStep& s, const ModelSpec& m, const GpuSpec& gpu,
+                        const Deployment& d) {
+    if (d.tp <= 1)
+        return;
+    const double B = static_cast<double>(d.batch);
+    const double tp = static_cast<double>(d.tp);
+    const double message = B * static_cast<double>(m.hidden.value) * kActivationBytes;
+    s.commBytes =
+        std::llround(2.0 * static_cast<double>(m.layers.value) * message * 2.0 * (tp - 1.0) / tp);
+    const double perDirection = gpu.interconnectBytesPerS / 2.0;
+    s.commCounted = perDirection > 0;
+    s.commTimeS = s.commCounted ? static_cast<double>(s.commBytes) / perDirection : 0;
+}
+
+/// The time bound and what sets it. GEMMs run at the weight dtype's tensor peak (fp8 when the
+/// checkpoint and the GPU have it), attention at the KV dtype's (§5: fp32 KV runs on the fp32
+/// units); the TP all-reduces add to the larger of memory and compute time.
+void boundTime(DecodeStep& s, const GpuSpec& gpu, const Deployment& d, const Report& r) {
+    const double B = static_cast<double>(d.batch);
+    const double tp = static_cast<double>(d.tp);
+    const double gemmPeak = r.weightDtype == WeightDtype::FP8 && gpu.peakFp8FlopPerS > 0
+                                ? gpu.peakFp8FlopPerS
+                                : gpu.peakBf16FlopPerS;
+    const double attnPeak =
+        r.kvDtype == KvDtype::FP32 ? gpu.peakFp32FlopPerS : gpu.peakBf16FlopPerS;
+    s.memoryTimeS = static_cast<double>(s.bytes()) / gpu.bandwidthBytesPerS;
+    s.computeTimeS = s.gemmFlops / gemmPeak + s.attentionFlops / attnPeak;
+    s.timeLowerBoundS = std::max(s.memoryTimeS, s.computeTimeS) + s.commTimeS;
+    if (s.commTimeS > std::max(s.memoryTimeS, s.computeTimeS))
+        s.bound = StepBound::Communication;
+    else if (s.computeTimeS > s.memoryTimeS)
+        s.bound = StepBound::Compute;
+    else
+        s.bound = StepBound::Memory;
+    if (s.timeLowerBoundS > 0) {
+        s.tokensPerS = B / s.timeLowerBoundS;
+        s.tokensPerSPerGpu = s.tokensPerS / tp;
+    }
+}
+
 } // namespace
 
 std::string toString(StepBound b) {
@@ -105,130 +245,18 @@ DecodeStep computeDecodeStep(const ModelSpec& m, const GpuSpec& gpu, const Deplo
     DecodeStep s;
     s.batch = d.batch;
     s.context = d.context;
-    const double B = static_cast<double>(d.batch);
-    const double tp = static_cast<double>(d.tp);
-    const double dModel = static_cast<double>(m.hidden.value);
-    const double vocab = static_cast<double>(m.vocab.value);
-    const ParamCount& p = r.params; // the checkpoint's, as the pool uses
-
-    // --- weights: read once per step -------------------------------------------------------
-    // Routed experts no token of the batch picked are not read: a fraction (1 − k/E)^B of each
-    // MoE layer's E experts under uniform top-k routing. Shared experts and dense layers are
-    // always read. The embedding table is gathered (B rows, counted with the activations), not
-    // streamed; lm_head (or the tied table) is read in full. Experts are sharded across TP like
-    // every other matrix (vLLM's default without expert parallelism), so everything is / TP.
-    const std::int64_t e = m.routedExperts.value, k = m.expertsPerToken.value;
     s.moeLayers = moeLayerCount(m);
-    const double expert = e > 0 ? mlpParams(m, m.moeIntermediate.value) : 0;
-    const double routed = static_cast<double>(s.moeLayers) * static_cast<double>(e) * expert;
-    s.expertsTouchedPerMoeLayer = expectedDistinctExperts(e, k, d.batch);
-    const double untouched =
-        e > 0 ? routed * (1.0 - s.expertsTouchedPerMoeLayer / static_cast<double>(e)) : 0;
-    const double head = static_cast<double>(m.tiedEmbeddings.value ? p.embedding : p.lmHead);
-    // Bytes as loaded (core/model/weights.cpp): quantized values with their scales and zero points,
-    // modules a checkpoint leaves 16-bit at 2 B. Embeddings, lm_head, norms and routers stay
-    // 16-bit in every quantized checkpoint (core/model/params.h). The untouched experts are taken
-    // off at the routed experts' own bytes per parameter.
-    const LoadedWeights loaded = loadedWeights(m, d.weightDtype, d.tp);
-    const double expertBytesPerParam =
-        p.experts > 0 ? static_cast<double>(loaded.expertBytes) / static_cast<double>(p.experts)
-                      : 0;
-    const double sixteen = (head + static_cast<double>(p.norms + p.router)) *
-                           static_cast<double>(loaded.unquantizedElementBytes);
-    const double body =
-        static_cast<double>(loaded.attentionMlpBytes) - untouched * expertBytesPerParam;
-    s.weightBytes = std::llround((body + sixteen) / tp);
-
-    // --- KV: every request's cache read once ------------------------------------------------
-    s.kvBytes = d.batch * r.requestBytesPerRank;
-
-    // --- activations --------------------------------------------------------------------------
-    {
-        const double attn = attentionActivationElements(m, r);
-        const double dense =
-            mlpActivationElements(m, static_cast<double>(m.intermediate.value) / tp);
-        const double moe =
-            e > 0 ? mlpActivationElements(
-                        m, static_cast<double>((std::min(k, e) + m.sharedExperts.value) *
-                                               m.moeIntermediate.value) /
-                               tp) +
-                        dModel + static_cast<double>(e) // the router: d in, E scores out
-                  : 0;
-        // The residual stream: vLLM fuses each residual add into the next RMSNorm
-        // (fused_add_rms_norm, vllm/model_executor/layers/layernorm.py), which reads the
-        // input and the residual and writes both: 4d, twice per layer.
-        const double residual = 8 * dModel;
-        const double L = static_cast<double>(m.layers.value);
-        const double perToken = L * (attn + residual) + static_cast<double>(s.moeLayers) * moe +
-                                (L - static_cast<double>(s.moeLayers)) * dense +
-                                2 * dModel             // embedding rows: gathered, written
-                                + 4 * dModel           // final fused add + norm
-                                + dModel + vocab / tp; // lm_head: d in, its vocab shard out
-        s.activationBytes = std::llround(B * perToken * kActivationBytes);
-    }
+    s.expertsTouchedPerMoeLayer =
+        expectedDistinctExperts(m.routedExperts.value, m.expertsPerToken.value, d.batch);
+    const double expert = routedExpertParams(m);
+    s.weightBytes = stepWeightBytes(m, d, r, s, expert);
+    s.kvBytes = d.batch * r.requestBytesPerRank; // every request's cache read once
+    s.activationBytes = stepActivationBytes(m, d, r, s.moeLayers);
     const std::int64_t total = s.bytes();
     s.kvFraction = total > 0 ? static_cast<double>(s.kvBytes) / static_cast<double>(total) : 0;
-
-    // --- FLOPs --------------------------------------------------------------------------------
-    // GEMMs: 2 FLOPs per multiply-add, every parameter a token's matmuls use: attention, dense
-    // MLPs, k routed + the shared experts of each MoE layer, the routers, and lm_head (the
-    // embedding gather and the norms are not matmuls).
-    s.activeParams =
-        static_cast<double>(p.attention + p.mlp + p.router) -
-        (e > 0 ? static_cast<double>(s.moeLayers) * static_cast<double>(e - std::min(k, e)) * expert
-               : 0) +
-        vocab * dModel;
-    s.gemmFlops = 2.0 * s.activeParams * B / tp;
-    // Attention (formulas.md §8): GQA family 2 · B · h_rank · S · (d_k + d_v) per layer
-    // (= 4·B·h·S·d_h / TP when d_k = d_v), MLA absorbed 2 · B · h_rank · S · (2r + d_rope);
-    // a window layer attends over at most its window. The query heads per rank set the work
-    // whatever DCP does with the context.
-    {
-        const double hR = static_cast<double>(r.qHeadsPerRank);
-        const double perPosition = r.attention == AttentionKind::MLA
-                                       ? 2.0 * (2.0 * static_cast<double>(m.kvLoraRank.value) +
-                                                static_cast<double>(m.qkRopeHeadDim.value))
-                                       : 2.0 * static_cast<double>(r.keyDim + r.valueDim);
-        double positions = 0;
-        for (std::int64_t w : m.layerWindow)
-            positions += static_cast<double>(w > 0 ? std::min(d.context, w) : d.context);
-        s.attentionFlops = B * hR * positions * perPosition;
-    }
-
-    // --- tensor-parallel communication ---------------------------------------------------------
-    // Megatron-style TP all-reduces the residual stream twice per layer (after o_proj and after
-    // the MLP/MoE down projection; vLLM RowParallelLinear reduce_results). A ring all-reduce of
-    // M bytes has each rank send (and receive) 2(TP−1)/TP · M.
-    if (d.tp > 1) {
-        const double message = B * dModel * kActivationBytes;
-        s.commBytes = std::llround(2.0 * static_cast<double>(m.layers.value) * message * 2.0 *
-                                   (tp - 1.0) / tp);
-        const double perDirection = gpu.interconnectBytesPerS / 2.0;
-        s.commCounted = perDirection > 0;
-        s.commTimeS = s.commCounted ? static_cast<double>(s.commBytes) / perDirection : 0;
-    }
-
-    // --- time -----------------------------------------------------------------------------------
-    // GEMMs run at the weight dtype's tensor peak (fp8 when the checkpoint and the GPU have it),
-    // attention at the KV dtype's (§5: fp32 KV runs on the fp32 units).
-    const double gemmPeak = r.weightDtype == WeightDtype::FP8 && gpu.peakFp8FlopPerS > 0
-                                ? gpu.peakFp8FlopPerS
-                                : gpu.peakBf16FlopPerS;
-    const double attnPeak =
-        r.kvDtype == KvDtype::FP32 ? gpu.peakFp32FlopPerS : gpu.peakBf16FlopPerS;
-    s.memoryTimeS = static_cast<double>(total) / gpu.bandwidthBytesPerS;
-    s.computeTimeS = s.gemmFlops / gemmPeak + s.attentionFlops / attnPeak;
-    s.timeLowerBoundS = std::max(s.memoryTimeS, s.computeTimeS) + s.commTimeS;
-    if (s.commTimeS > std::max(s.memoryTimeS, s.computeTimeS))
-        s.bound = StepBound::Communication;
-    else if (s.computeTimeS > s.memoryTimeS)
-        s.bound = StepBound::Compute;
-    else
-        s.bound = StepBound::Memory;
-    if (s.timeLowerBoundS > 0) {
-        s.tokensPerS = B / s.timeLowerBoundS;
-        s.tokensPerSPerGpu = s.tokensPerS / tp;
-    }
+    countFlops(s, m, d, r, expert);
+    countCommunication(s, m, gpu, d);
+    boundTime(s, gpu, d, r);
     return s;
 }
 
