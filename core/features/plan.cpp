@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -83,8 +84,11 @@ Status verifyPlanOption(const PlanRequest& req, const GpuSpec& gpu, const PlanOp
     return Ok{};
 }
 
-Result<PlanResult> planDeployment(const PlanRequest& reqIn) {
-    PlanRequest req = reqIn;
+namespace {
+
+/// Checks the request's ranges and fills in the defaults: every GPU preset, the model's default
+/// KV dtypes.
+Status completeRequest(PlanRequest& req) {
     if (req.context < 1 || req.context > kMaxContext)
         return makeError("context", "must be a positive integer of at most " +
                                         std::to_string(kMaxContext) + " tokens");
@@ -110,99 +114,133 @@ Result<PlanResult> planDeployment(const PlanRequest& reqIn) {
     for (std::int64_t tp : req.tps)
         if (tp < 1 || tp > kMaxTp)
             return makeError("tp", "must be in [1, " + std::to_string(kMaxTp) + "]");
+    return Ok{};
+}
 
+/// One TP group of a candidate at one request, or why the candidate cannot hold the target:
+/// the engines' rules, weights that leave no pool, a pool too small for one request, or more
+/// replicas than --max-gpus allows.
+struct SizedCandidate {
+    std::optional<Report> report; ///< set when the candidate holds the target
+    std::int64_t replicas = 0;
+    PlanRejection rejection;
+};
+
+SizedCandidate sizeCandidate(const PlanRequest& req, const GpuSpec& gpu, std::int64_t tp,
+                             KvDtype kv) {
+    SizedCandidate c{std::nullopt, 0, PlanRejection{gpu.id, tp, kv, {}, {}}};
+    PlanRejection& rej = c.rejection;
+    const Deployment one = candidate(req, tp, kv, 1);
+    if (auto ok = validate(req.model, gpu, one); !ok.ok()) {
+        rej.reason = ok.error().field == "tp" ? "invalid-tp" : "invalid";
+        rej.detail = ok.error().message();
+        return c;
+    }
+    auto r = evaluate(req.model, gpu, one);
+    if (!r.ok()) {
+        rej.reason = "invalid";
+        rej.detail = r.error().message();
+        return c;
+    }
+    const PoolBreakdown& pool = r->pool;
+    if (pool.poolBytes <= 0) {
+        rej.reason = "weights-dont-fit";
+        const double overhead = double(pool.activationPeakBytes + pool.nonTorchBytes());
+        rej.detail = "weights " + humanBytes(double(pool.weightBytes)) + " per rank" +
+                     (overhead > 0 ? " (+ " + humanBytes(overhead) + " activations and non-torch)"
+                                   : std::string()) +
+                     " exceed util × memory " + humanBytes(double(pool.budgetBytes));
+        return c;
+    }
+    if (r->maxConcurrency < 1) {
+        rej.reason = "too-few-tokens";
+        rej.detail = "one request of " + withCommas(req.context) + " tokens needs " +
+                     humanBytes(double(r->requestBytesPerRank)) + " per rank; the pool holds " +
+                     humanBytes(double(pool.poolBytes)) + " (" + withCommas(r->tokensCapacity) +
+                     " tokens)";
+        return c;
+    }
+    const std::int64_t replicas = ceilDiv(req.concurrency, r->maxConcurrency);
+    if (replicas > req.maxGpus || tp * replicas > req.maxGpus) {
+        rej.reason = "too-many-gpus";
+        rej.detail = "one TP group holds " + withCommas(r->maxConcurrency) + " requests; " +
+                     withCommas(req.concurrency) + " need " + std::to_string(replicas) +
+                     " replicas, over --max-gpus " + std::to_string(req.maxGpus);
+        return c;
+    }
+    c.report = std::move(r).value();
+    c.replicas = replicas;
+    return c;
+}
+
+/// The option `replicas` TP groups of a sized candidate make, with its note (data-parallel
+/// replicas, replicated KV heads).
+PlanOption makeOption(const PlanRequest& req, const GpuSpec& gpu, std::int64_t tp, KvDtype kv,
+                      const Report& r, std::int64_t replicas) {
+    PlanOption o;
+    o.gpu = gpu.id;
+    o.gpuName = gpu.name;
+    o.tp = tp;
+    o.replicas = replicas;
+    o.kvDtype = kv;
+    o.kvDtypeResolved = toString(r.kvDtype);
+    o.gpus = tp * replicas;
+    o.maxConcurrencyPerReplica = r.maxConcurrency;
+    o.maxConcurrency = r.maxConcurrency * replicas;
+    o.tokensPerReplica = r.tokensCapacity;
+    o.headroom = double(o.maxConcurrency) / double(req.concurrency) - 1.0;
+    o.poolBytesPerRank = r.pool.poolBytes;
+    o.cellBytesPerTokenPerRank = r.cellBytesPerTokenPerRank;
+    if (replicas > 1)
+        o.note = std::to_string(replicas) + " data-parallel replicas of TP=" + std::to_string(tp) +
+                 " (" + withCommas(r.maxConcurrency) +
+                 (r.maxConcurrency == 1 ? " request each)" : " requests each)");
+    if (r.kvReplicated && !req.model.mla)
+        o.note += std::string(o.note.empty() ? "" : "; ") + "KV heads replicated ×" +
+                  std::to_string(r.kvCopies) + " past h_kv";
+    return o;
+}
+
+/// One candidate into `out`: its rejection, or its option once re-verified with the share of
+/// the target each replica carries. A candidate whose KV dtype resolves to one already planned
+/// for the same GPU and TP is skipped.
+void planCandidate(const PlanRequest& req, const GpuSpec& gpu, std::int64_t tp, KvDtype kv,
+                   PlanResult& out) {
+    SizedCandidate c = sizeCandidate(req, gpu, tp, kv);
+    if (!c.report) {
+        out.rejections.push_back(c.rejection);
+        return;
+    }
+    const std::string resolved = toString(c.report->kvDtype);
+    const bool duplicate =
+        std::any_of(out.options.begin(), out.options.end(), [&](const PlanOption& o) {
+            return o.gpu == gpu.id && o.tp == tp && o.kvDtypeResolved == resolved;
+        });
+    if (duplicate)
+        return;
+    PlanOption o = makeOption(req, gpu, tp, kv, *c.report, c.replicas);
+    auto share =
+        evaluate(req.model, gpu, candidate(req, tp, kv, ceilDiv(req.concurrency, c.replicas)));
+    if (!share.ok())
+        return;
+    o.report = share.value();
+    if (!verifyPlanOption(req, gpu, o).ok())
+        return;
+    out.options.push_back(std::move(o));
+}
+
+} // namespace
+
+Result<PlanResult> planDeployment(const PlanRequest& reqIn) {
+    PlanRequest req = reqIn;
+    if (auto s = completeRequest(req); !s.ok())
+        return s.error();
     PlanResult out;
     out.request = req;
-    for (const GpuSpec& gpu : req.gpus) {
-        for (KvDtype kv : req.kvDtypes) {
-            for (std::int64_t tp : candidateTps(req)) {
-                PlanRejection rej{gpu.id, tp, kv, {}, {}};
-                const Deployment one = candidate(req, tp, kv, 1);
-                if (auto ok = validate(req.model, gpu, one); !ok.ok()) {
-                    rej.reason = ok.error().field == "tp" ? "invalid-tp" : "invalid";
-                    rej.detail = ok.error().message();
-                    out.rejections.push_back(rej);
-                    continue;
-                }
-                auto r = evaluate(req.model, gpu, one);
-                if (!r.ok()) {
-                    rej.reason = "invalid";
-                    rej.detail = r.error().message();
-                    out.rejections.push_back(rej);
-                    continue;
-                }
-                const PoolBreakdown& pool = r->pool;
-                if (pool.poolBytes <= 0) {
-                    rej.reason = "weights-dont-fit";
-                    const double overhead = double(pool.activationPeakBytes + pool.nonTorchBytes());
-                    rej.detail = "weights " + humanBytes(double(pool.weightBytes)) + " per rank" +
-                                 (overhead > 0 ? " (+ " + humanBytes(overhead) +
-                                                     " activations and non-torch)"
-                                               : std::string()) +
-                                 " exceed util × memory " + humanBytes(double(pool.budgetBytes));
-                    out.rejections.push_back(rej);
-                    continue;
-                }
-                if (r->maxConcurrency < 1) {
-                    rej.reason = "too-few-tokens";
-                    rej.detail = "one request of " + withCommas(req.context) + " tokens needs " +
-                                 humanBytes(double(r->requestBytesPerRank)) +
-                                 " per rank; the pool holds " + humanBytes(double(pool.poolBytes)) +
-                                 " (" + withCommas(r->tokensCapacity) + " tokens)";
-                    out.rejections.push_back(rej);
-                    continue;
-                }
-                const std::int64_t replicas = ceilDiv(req.concurrency, r->maxConcurrency);
-                if (replicas > req.maxGpus || tp * replicas > req.maxGpus) {
-                    rej.reason = "too-many-gpus";
-                    rej.detail = "one TP group holds " + withCommas(r->maxConcurrency) +
-                                 " requests; " + withCommas(req.concurrency) + " need " +
-                                 std::to_string(replicas) + " replicas, over --max-gpus " +
-                                 std::to_string(req.maxGpus);
-                    out.rejections.push_back(rej);
-                    continue;
-                }
-                const std::string resolved = toString(r->kvDtype);
-                const bool duplicate =
-                    std::any_of(out.options.begin(), out.options.end(), [&](const PlanOption& o) {
-                        return o.gpu == gpu.id && o.tp == tp && o.kvDtypeResolved == resolved;
-                    });
-                if (duplicate)
-                    continue;
-                PlanOption o;
-                o.gpu = gpu.id;
-                o.gpuName = gpu.name;
-                o.tp = tp;
-                o.replicas = replicas;
-                o.kvDtype = kv;
-                o.kvDtypeResolved = resolved;
-                o.gpus = tp * replicas;
-                o.maxConcurrencyPerReplica = r->maxConcurrency;
-                o.maxConcurrency = r->maxConcurrency * replicas;
-                o.tokensPerReplica = r->tokensCapacity;
-                o.headroom = double(o.maxConcurrency) / double(req.concurrency) - 1.0;
-                o.poolBytesPerRank = pool.poolBytes;
-                o.cellBytesPerTokenPerRank = r->cellBytesPerTokenPerRank;
-                if (replicas > 1)
-                    o.note = std::to_string(replicas) +
-                             " data-parallel replicas of TP=" + std::to_string(tp) + " (" +
-                             withCommas(r->maxConcurrency) +
-                             (r->maxConcurrency == 1 ? " request each)" : " requests each)");
-                if (r->kvReplicated && !req.model.mla)
-                    o.note += std::string(o.note.empty() ? "" : "; ") + "KV heads replicated ×" +
-                              std::to_string(r->kvCopies) + " past h_kv";
-                // Re-verify with the share each replica actually carries.
-                auto share = evaluate(req.model, gpu,
-                                      candidate(req, tp, kv, ceilDiv(req.concurrency, replicas)));
-                if (!share.ok())
-                    continue;
-                o.report = share.value();
-                if (!verifyPlanOption(req, gpu, o).ok())
-                    continue;
-                out.options.push_back(std::move(o));
-            }
-        }
-    }
+    for (const GpuSpec& gpu : req.gpus)
+        for (KvDtype kv : req.kvDtypes)
+            for (std::int64_t tp : candidateTps(req))
+                planCandidate(req, gpu, tp, kv, out);
     std::stable_sort(out.options.begin(), out.options.end(), planOptionBefore);
     return out;
 }
