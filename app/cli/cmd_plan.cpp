@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <iostream>
 #include <memory>
-#include <optional>
 #include <sstream>
 
 namespace {
@@ -48,16 +47,15 @@ bool planField(const kvscope::Field& f) {
     return std::find(std::begin(keys), std::end(keys), f.key) != std::end(keys);
 }
 
-int runPlan(const PlanArgs& a) {
+/// The request's model, target and deployment base from the flags. 0, or the exit status of
+/// the one error line printed.
+int readTarget(const PlanArgs& a, kvscope::PlanRequest& req) {
     using kvscope::cli::fail;
-    if (int formats = a.json + a.csv + a.markdown; formats > 1)
-        return fail("--json, --csv and --markdown: choose one");
     if (!a.has("model"))
         return fail("--model: missing (a preset id or a config.json path)");
     auto state = kvscope::applyFieldTexts(kvscope::Session{}, a.texts);
     if (!state.ok())
         return fail(state.error().message());
-    kvscope::PlanRequest req;
     auto model = kvscope::loadModel(state->model);
     if (!model.ok())
         return fail("--model: " + model.error().message());
@@ -79,14 +77,15 @@ int runPlan(const PlanArgs& a) {
     req.base.poolGiB = d.poolGiB;
     req.base.poolModel = d.poolModel;
     req.base.weightDtype = d.weightDtype;
-    const std::optional<std::string> gpus =
-        a.gpus.empty() ? std::nullopt : std::optional<std::string>(a.gpus);
-    const std::optional<std::string> kvDtypes =
-        a.kvDtypes.empty() ? std::nullopt : std::optional<std::string>(a.kvDtypes);
-    const std::optional<std::string> tps =
-        a.tps.empty() ? std::nullopt : std::optional<std::string>(a.tps);
-    if (auto v = gpus) {
-        const auto ids = commaList(*v);
+    return 0;
+}
+
+/// The candidate lists --gpus, --kv-dtypes and --tps; an unset flag leaves its list empty (the
+/// planner's default). 0, or the exit status of the one error line printed.
+int readCandidates(const PlanArgs& a, kvscope::PlanRequest& req) {
+    using kvscope::cli::fail;
+    if (!a.gpus.empty()) {
+        const auto ids = commaList(a.gpus);
         if (ids.empty())
             return fail("--gpus: give a comma-separated list of GPU presets or files");
         for (const auto& id : ids) {
@@ -96,8 +95,8 @@ int runPlan(const PlanArgs& a) {
             req.gpus.push_back(g.value());
         }
     }
-    if (auto v = kvDtypes) {
-        const auto names = commaList(*v);
+    if (!a.kvDtypes.empty()) {
+        const auto names = commaList(a.kvDtypes);
         if (names.empty())
             return fail("--kv-dtypes: give a comma-separated list (auto, bf16, fp8, ...)");
         for (const auto& n : names) {
@@ -107,19 +106,29 @@ int runPlan(const PlanArgs& a) {
             req.kvDtypes.push_back(k.value());
         }
     }
-    if (auto v = tps) {
-        for (const auto& t : commaList(*v)) {
-            try {
-                std::size_t used = 0;
-                const long long n = std::stoll(t, &used);
-                if (used != t.size() || n < 1)
-                    throw std::invalid_argument(t);
-                req.tps.push_back(n);
-            } catch (const std::exception&) {
-                return fail("--tps: must be positive integers, got '" + t + "'");
-            }
+    for (const auto& t : commaList(a.tps)) {
+        try {
+            std::size_t used = 0;
+            const long long n = std::stoll(t, &used);
+            if (used != t.size() || n < 1)
+                throw std::invalid_argument(t);
+            req.tps.push_back(n);
+        } catch (const std::exception&) {
+            return fail("--tps: must be positive integers, got '" + t + "'");
         }
     }
+    return 0;
+}
+
+int runPlan(const PlanArgs& a) {
+    using kvscope::cli::fail;
+    if (int formats = a.json + a.csv + a.markdown; formats > 1)
+        return fail("--json, --csv and --markdown: choose one");
+    kvscope::PlanRequest req;
+    if (int rc = readTarget(a, req); rc != 0)
+        return rc;
+    if (int rc = readCandidates(a, req); rc != 0)
+        return rc;
     auto plan = kvscope::planDeployment(req);
     if (!plan.ok())
         return fail("--" + plan.error().field + ": " + plan.error().rule);
