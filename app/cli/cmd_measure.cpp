@@ -287,65 +287,90 @@ void printMeasureBanner(const gpu::MeasurementSet& set, std::int64_t tpSize, boo
     }
 }
 
-int runMeasure(const MeasureArgs& a) {
-    const std::string backendName = a.backend;
-    if (backendName != "cpu" && backendName != "cuda")
-        return fail("--backend: must be cpu or cuda, got '" + backendName + "'");
-    const bool selfCheckOnly = a.selfCheck;
-    const auto tp = number(a.tp);
-    const auto contextFlag = number(a.context);
-    if (a.step) {
-        const auto dt = gpu::parseDtype(a.kvDtype);
-        if (!dt)
-            return fail("--kv-dtype: unknown '" + a.kvDtype + "' (bf16, fp16, fp8_e4m3 or fp32)");
-        return runStepMeasure(a, tp.value_or(1), contextFlag.value_or(4096), *dt);
-    }
+/// The flags of a measure run that times or checks attention shapes (not --step), checked, with
+/// the backend's defaults filled in.
+struct MeasureFlags {
+    std::string backend;
+    std::int64_t tp = 1, context = 0, batch = 0;
+    std::optional<std::int64_t> batchFlag; ///< --batch as given: also the batch sweep's end
+    gpu::KvDtype dtype = gpu::KvDtype::Bf16;
+    std::string sweep;
+    std::optional<std::string> model;
+};
+
+/// Checks the flags in the order the errors are reported. 0, or the exit status of the one error
+/// line printed.
+int readMeasureFlags(const MeasureArgs& a, MeasureFlags& f) {
+    f.backend = a.backend;
     if (!a.batch.empty()) {
         std::string text = a.batch;
         if (auto why = fieldValidator(*findField("batch", FieldGroup::Deployment))(text);
             !why.empty())
             return fail("--batch: " + why);
     }
-    const auto batchFlag = number(a.batch);
-    const std::int64_t tpSize = tp.value_or(1);
-    if (tpSize < 1 || tpSize > kMaxTp)
+    f.batchFlag = number(a.batch);
+    f.tp = number(a.tp).value_or(1);
+    if (f.tp < 1 || f.tp > kMaxTp)
         return fail("--tp: must be between 1 and " + std::to_string(kMaxTp));
-    const bool cuda = backendName == "cuda";
-    const std::int64_t context = contextFlag.value_or(cuda ? 8192 : 4096);
-    if (context < 1 || context > kMaxContext)
+    const bool cuda = f.backend == "cuda";
+    f.context = number(a.context).value_or(cuda ? 8192 : 4096);
+    if (f.context < 1 || f.context > kMaxContext)
         return fail("--context: must be between 1 and " + std::to_string(kMaxContext) + " tokens");
-    const std::int64_t batch = batchFlag.value_or(cuda ? 16 : 1);
-    if (batch < 1 || batch > kMaxBatch)
+    f.batch = f.batchFlag.value_or(cuda ? 16 : 1);
+    if (f.batch < 1 || f.batch > kMaxBatch)
         return fail("--batch: must be between 1 and " + std::to_string(kMaxBatch));
-    const std::string dtypeText = a.kvDtype;
-    const auto dtype = gpu::parseDtype(dtypeText);
+    const auto dtype = gpu::parseDtype(a.kvDtype);
     if (!dtype)
-        return fail("--kv-dtype: unknown '" + dtypeText + "' (bf16, fp16, fp8_e4m3 or fp32)");
-    const std::string sweep = a.sweep;
-    if (sweep != "variants" && sweep != "context" && sweep != "batch")
-        return fail("--sweep: must be variants, context or batch, got '" + sweep + "'");
-    const std::optional<std::string> modelId =
-        a.model.empty() ? std::nullopt : std::optional<std::string>(a.model);
-    if (!modelId && !selfCheckOnly)
+        return fail("--kv-dtype: unknown '" + a.kvDtype + "' (bf16, fp16, fp8_e4m3 or fp32)");
+    f.dtype = *dtype;
+    f.sweep = a.sweep;
+    if (f.sweep != "variants" && f.sweep != "context" && f.sweep != "batch")
+        return fail("--sweep: must be variants, context or batch, got '" + f.sweep + "'");
+    if (!a.model.empty())
+        f.model = a.model;
+    if (!f.model && !a.selfCheck)
         return fail("--model: required (a preset id or a config.json path)");
+    return 0;
+}
 
+/// The shapes to run: the model's sweep, or without --model the coverage set of --self-check.
+/// Sets `modelName`. 0, or the exit status of the one error line printed.
+int planMeasureShapes(const MeasureFlags& f, std::vector<Planned>& plan, std::string& modelName) {
+    if (!f.model) {
+        plan = coverageShapes(f.backend);
+        return 0;
+    }
+    auto loaded = loadModel(*f.model);
+    if (!loaded.ok())
+        return fail(loaded.error().message());
+    const ModelSpec& m = loaded.value();
+    modelName = m.name;
+    const std::int64_t h = m.qHeads.value;
+    if (h % f.tp != 0)
+        return fail("--tp: " + std::to_string(f.tp) + " does not divide the " + std::to_string(h) +
+                    " query heads of " + m.name);
+    const std::int64_t maxBatch = f.batchFlag.value_or(f.backend == "cuda" ? 64 : 8);
+    plan = sweepShapes(m, f.sweep, f.tp, f.context, f.batch, maxBatch, f.dtype);
+    return 0;
+}
+
+int runMeasure(const MeasureArgs& a) {
+    const std::string backendName = a.backend;
+    if (backendName != "cpu" && backendName != "cuda")
+        return fail("--backend: must be cpu or cuda, got '" + backendName + "'");
+    if (a.step) {
+        const auto dt = gpu::parseDtype(a.kvDtype);
+        if (!dt)
+            return fail("--kv-dtype: unknown '" + a.kvDtype + "' (bf16, fp16, fp8_e4m3 or fp32)");
+        return runStepMeasure(a, number(a.tp).value_or(1), number(a.context).value_or(4096), *dt);
+    }
+    MeasureFlags f;
+    if (int rc = readMeasureFlags(a, f); rc != 0)
+        return rc;
     std::vector<Planned> plan;
     std::string modelName;
-    if (modelId) {
-        auto loaded = loadModel(*modelId);
-        if (!loaded.ok())
-            return fail(loaded.error().message());
-        const ModelSpec& m = loaded.value();
-        modelName = m.name;
-        const std::int64_t h = m.qHeads.value;
-        if (h % tpSize != 0)
-            return fail("--tp: " + std::to_string(tpSize) + " does not divide the " +
-                        std::to_string(h) + " query heads of " + m.name);
-        const std::int64_t maxBatch = batchFlag.value_or(cuda ? 64 : 8);
-        plan = sweepShapes(m, sweep, tpSize, context, batch, maxBatch, *dtype);
-    } else {
-        plan = coverageShapes(backendName);
-    }
+    if (int rc = planMeasureShapes(f, plan, modelName); rc != 0)
+        return rc;
 
     std::string why;
     auto backend = gpu::makeBackend(backendName, &why);
@@ -358,6 +383,7 @@ int runMeasure(const MeasureArgs& a) {
     if (const std::string none = markUnsupported(*backend, plan); !none.empty())
         return fail(none);
 
+    const bool selfCheckOnly = a.selfCheck;
     gpu::MeasurementSet set;
     set.backend = backendName;
     set.device = deviceName;
@@ -368,7 +394,7 @@ int runMeasure(const MeasureArgs& a) {
             return fail("ceilings: " + set.ceilings.error);
     }
 
-    printMeasureBanner(set, tpSize, selfCheckOnly, *dtype);
+    printMeasureBanner(set, f.tp, selfCheckOnly, f.dtype);
     if (selfCheckOnly)
         return printSelfCheck(*backend, plan);
     return printMeasureTable(*backend, plan, set, a.json);
