@@ -13,11 +13,9 @@ foreach(_t tst_story tst_compare tst_plan tst_explain_log tst_session tst_engine
     endif()
 endforeach()
 
-# The report's one field list: text report, --json, export, and with the GUI the PDF rows and
+# The report's one field list: text report, --json and export; with the GUI, the PDF rows and
 # the numbers panel.
+kvscope_add_qtest(NAME tst_report SOURCES tst_report.cpp LIBS kvscope_core)
 if(TARGET kvscope_ui)
-    kvscope_add_qtest(NAME tst_report SOURCES tst_report.cpp LIBS kvscope_ui GUI)
-    target_compile_definitions(tst_report PRIVATE KVSCOPE_REPORT_GUI=1)
-else()
-    kvscope_add_qtest(NAME tst_report SOURCES tst_report.cpp LIBS kvscope_core)
+    kvscope_add_qtest(NAME tst_report_gui SOURCES tst_report_gui.cpp LIBS kvscope_ui GUI)
 endif()

@@ -61,6 +61,29 @@ inline Report eval(const ModelSpec& m, const GpuSpec& g, const Deployment& d) {
     return r.value();
 }
 
+/// A model as the report tests name it: a preset id, or "2026:<file>" for a config in the 2026
+/// fixtures; fatal when it does not load.
+inline ModelSpec modelRef(const QString& ref) {
+    const std::string path =
+        ref.startsWith(QLatin1String("2026:"))
+            ? (QStringLiteral(KVSCOPE_FIXTURES_2026_DIR "/") + ref.mid(5)).toStdString()
+            : ref.toStdString();
+    auto m = ref.startsWith(QLatin1String("2026:")) ? loadModelConfigFile(path) : loadModel(path);
+    if (!m.ok())
+        qFatal("%s: %s", qPrintable(ref), m.error().message().c_str());
+    return m.value();
+}
+
+/// evaluate() at `tp` ranks and `context` tokens, every other knob at its default; fatal when
+/// refused.
+inline Report evalAt(const ModelSpec& m, const GpuSpec& g, std::int64_t tp,
+                     std::int64_t context = 8192) {
+    Deployment d;
+    d.tp = tp;
+    d.context = context;
+    return eval(m, g, d);
+}
+
 /// Strict UTF-8 check (no overlongs, no surrogates), so an error line is printable anywhere.
 inline bool validUtf8(const std::string& s) {
     std::size_t i = 0;

@@ -1,7 +1,7 @@
 // The report's one field list (core/features/report_fields.h): every number the text report
 // prints is in `size --json`, every scalar number of the JSON is a row of the list, and the
-// CSV / Markdown export, the PDF rows and the numbers panel show the list's rows. Cases are real
-// models: the presets and the 2026 fixture configs.
+// CSV / Markdown export shows the list's rows (tst_report_gui.cpp: the PDF rows and the numbers
+// panel). Cases are real models: the presets and the 2026 fixture configs.
 #include "core/features/compare.h"
 #include "core/features/export.h"
 #include "core/features/report_fields.h"
@@ -18,48 +18,10 @@
 #include <regex>
 #include <set>
 
-#if KVSCOPE_REPORT_GUI
-#include "ui/appstate.h"
-#include "ui/features.h"
-#include "ui/mainwindow.h"
-#include "ui/numberspanel.h"
-#include "ui/presentation.h"
-#include "ui/reportpdf.h"
-
-#include <QScrollArea>
-#include <QScrollBar>
-#endif
-
 using namespace kvscope;
 using nlohmann::json;
 
 namespace {
-
-/// A preset id, or "2026:<file>" for a config in the 2026 fixtures.
-ModelSpec model(const QString& ref) {
-    const std::string path =
-        ref.startsWith(QLatin1String("2026:"))
-            ? (QStringLiteral(KVSCOPE_FIXTURES_2026_DIR "/") + ref.mid(5)).toStdString()
-            : ref.toStdString();
-    auto m = ref.startsWith(QLatin1String("2026:")) ? loadModelConfigFile(path) : loadModel(path);
-    if (!m.ok())
-        qFatal("%s: %s", qPrintable(ref), m.error().message().c_str());
-    return m.value();
-}
-
-GpuSpec gpu(const char* id) {
-    return loadGpu(id).value();
-}
-
-Report eval(const ModelSpec& m, const GpuSpec& g, std::int64_t tp, std::int64_t context = 8192) {
-    Deployment d;
-    d.tp = tp;
-    d.context = context;
-    auto r = evaluate(m, g, d);
-    if (!r.ok())
-        qFatal("%s", r.error().message().c_str());
-    return r.value();
-}
 
 /// Every numeric leaf of `j` with its key path ("pool.breakdown.2.bytes"), and every string.
 void walk(const json& j, const std::string& path, std::vector<std::pair<std::string, double>>& nums,
@@ -160,14 +122,6 @@ private Q_SLOTS:
     void layerGroupBytes_data();
     void layerGroupBytes();
     void l2FromTheGpuPresets();
-#if KVSCOPE_REPORT_GUI
-    void pdfRowsAreFieldRows();
-    void panelValuesComeFromFields_data();
-    void panelValuesComeFromFields();
-    void panelChangeUsesThePhraser();
-    void panelFitsWithoutScrolling_data();
-    void panelFitsWithoutScrolling();
-#endif
 };
 
 void TestReport::textNumbersAreInJson_data() {
@@ -192,9 +146,9 @@ void TestReport::textNumbersAreInJson() {
     QFETCH(QString, model);
     QFETCH(QString, gpu);
     QFETCH(int, tp);
-    const ModelSpec m = ::model(model);
-    const GpuSpec g = ::gpu(gpu.toLatin1().constData());
-    const Report r = eval(m, g, tp);
+    const ModelSpec m = test::modelRef(model);
+    const GpuSpec g = test::gpu(gpu.toLatin1().constData());
+    const Report r = test::evalAt(m, g, tp);
     const std::string text = textReport(m, g, r);
     const json j = json::parse(jsonReport(m, g, r));
     const QStringList missing = numbersMissingFromJson(text, j);
@@ -206,9 +160,9 @@ void TestReport::jsonNumbersAreFieldRows() {
     QFETCH(QString, model);
     QFETCH(QString, gpu);
     QFETCH(int, tp);
-    const ModelSpec m = ::model(model);
-    const GpuSpec g = ::gpu(gpu.toLatin1().constData());
-    const Report r = eval(m, g, tp);
+    const ModelSpec m = test::modelRef(model);
+    const GpuSpec g = test::gpu(gpu.toLatin1().constData());
+    const Report r = test::evalAt(m, g, tp);
     const auto fields = reportFields(r, &m, &g);
     std::set<std::string> keys;
     for (const ReportField& f : fields) {
@@ -248,9 +202,9 @@ void TestReport::jsonNumbersAreFieldRows() {
 void TestReport::jsonCarriesTheDriftedNumbers() {
     // `size --json` lacked the group size, the token count vLLM logs as an integer and the
     // pool's CUDA-context term, which the text report and the numbers panel showed.
-    const ModelSpec m = model(QStringLiteral("llama-3-70b"));
-    const GpuSpec g = gpu("h100-sxm");
-    const Report r = eval(m, g, 8);
+    const ModelSpec m = test::modelRef(QStringLiteral("llama-3-70b"));
+    const GpuSpec g = test::gpu("h100-sxm");
+    const Report r = test::evalAt(m, g, 8);
     const json j = json::parse(jsonReport(m, g, r));
     QCOMPARE(j.at("group_size").get<double>(), 8.0); // 64 / 8
     QVERIFY(j.at("vllm_tokens").is_number_integer());
@@ -277,7 +231,7 @@ void TestReport::fp8WhatIfTextAndExportAgree() {
     // 2 · (512 · 4096 + 4·32·4) = 4,195,328 B; × 32 layers = −134,250,496 B.
     auto m = test::llama3_8bFp8Blocks();
     QVERIFY(m.ok());
-    const GpuSpec g = gpu("h100-sxm");
+    const GpuSpec g = test::gpu("h100-sxm");
     Deployment d;
     d.kvHeads = 4;
     auto r = evaluate(m.value(), g, d);
@@ -323,9 +277,9 @@ void TestReport::oneRatioPhraser() {
 }
 
 void TestReport::exportRowsAreFieldRows() {
-    const ModelSpec m = model(QStringLiteral("2026:google__gemma-3-27b-it.json"));
-    const GpuSpec g = gpu("h100-sxm");
-    const Report r = eval(m, g, 2, 32768);
+    const ModelSpec m = test::modelRef(QStringLiteral("2026:google__gemma-3-27b-it.json"));
+    const GpuSpec g = test::gpu("h100-sxm");
+    const Report r = test::evalAt(m, g, 2, 32768);
     const auto fields = reportFields(r, &m, &g);
     const auto numbers = reportNumbers(m, g, r);
     QCOMPARE(numbers.size(), fields.size());
@@ -383,9 +337,9 @@ void TestReport::layerGroupBytes() {
     QFETCH(qint64, growing);
     QFETCH(qint64, capped);
     QFETCH(qint64, fixed);
-    const ModelSpec m = ::model(model);
-    const GpuSpec g = gpu("h200");
-    const Report r = eval(m, g, tp, context);
+    const ModelSpec m = test::modelRef(model);
+    const GpuSpec g = test::gpu("h200");
+    const Report r = test::evalAt(m, g, tp, context);
     const auto fields = reportFields(r, &m, &g);
     std::int64_t sums[3] = {0, 0, 0};
     for (std::size_t i = 0; i < m.layerGroups.size(); ++i) {
@@ -408,23 +362,23 @@ void TestReport::layerGroupBytes() {
 
 void TestReport::l2FromTheGpuPresets() {
     // NVIDIA's architecture whitepapers: H100 (SXM5 and PCIe) 50 MB, A100 40 MB.
-    QCOMPARE(gpu("h100-sxm").l2MiB.value_or(0), 50.0);
-    QCOMPARE(gpu("h200").l2MiB.value_or(0), 50.0);
-    QCOMPARE(gpu("a100-80gb").l2MiB.value_or(0), 40.0);
+    QCOMPARE(test::gpu("h100-sxm").l2MiB.value_or(0), 50.0);
+    QCOMPARE(test::gpu("h200").l2MiB.value_or(0), 50.0);
+    QCOMPARE(test::gpu("a100-80gb").l2MiB.value_or(0), 40.0);
     for (const auto& p : gpuPresets()) {
-        const GpuSpec g = gpu(p.id.c_str());
+        const GpuSpec g = test::gpu(p.id.c_str());
         QVERIFY2(!g.l2MiB || !g.l2Source.empty(), p.id.c_str()); // a figure names its source
     }
     // Unknown stays unknown: null in the JSON, "—" shown.
-    const GpuSpec b200 = gpu("b200");
+    const GpuSpec b200 = test::gpu("b200");
     QVERIFY(!b200.l2MiB);
-    const ModelSpec m = model(QStringLiteral("llama-3-70b"));
-    const Report r = eval(m, b200, 8);
+    const ModelSpec m = test::modelRef(QStringLiteral("llama-3-70b"));
+    const Report r = test::evalAt(m, b200, 8);
     const auto fields = reportFields(r, &m, &b200);
     QCOMPARE(formatFieldHuman(*findField(fields, "gpu.l2_mib")), std::string("—"));
     QVERIFY(json::parse(jsonReport(m, b200, r)).at("/gpu/l2_mib"_json_pointer).is_null());
-    const GpuSpec h100 = gpu("h100-sxm");
-    const auto f100 = reportFields(eval(m, h100, 8), &m, &h100);
+    const GpuSpec h100 = test::gpu("h100-sxm");
+    const auto f100 = reportFields(test::evalAt(m, h100, 8), &m, &h100);
     QCOMPARE(formatFieldHuman(*findField(f100, "gpu.l2_mib")), std::string("50 MiB"));
     auto bad = parseGpuJson(
         R"({"memory_gb": 80, "bandwidth_tb_s": 3.35, "bf16_tflops": 989.4, "fp32_tflops": 66.9,
@@ -434,173 +388,6 @@ void TestReport::l2FromTheGpuPresets() {
     QCOMPARE(QString::fromStdString(bad.error().message()),
              QStringLiteral("l2_mib: must be a positive number"));
 }
-
-#if KVSCOPE_REPORT_GUI
-
-namespace {
-
-std::unique_ptr<ui::MainWindow> window(const QString& modelRef, int w, int h) {
-    auto win = std::make_unique<ui::MainWindow>(ui::MainWindow::Options{false, false});
-    win->resize(w, h);
-    ui::installFeatures(*win, ui::FeatureOptions{});
-    win->show();
-    const QString ref = modelRef.startsWith(QLatin1String("2026:"))
-                            ? QStringLiteral(KVSCOPE_FIXTURES_2026_DIR "/") + modelRef.mid(5)
-                            : modelRef;
-    QString error;
-    if (!win->loadModelRef(ref, &error))
-        qFatal("%s: %s", qPrintable(ref), qPrintable(error));
-    win->renderNow();
-    return win;
-}
-
-} // namespace
-
-void TestReport::pdfRowsAreFieldRows() {
-    const ModelSpec m = model(QStringLiteral("2026:openai__gpt-oss-20b.json"));
-    const GpuSpec g = gpu("h100-sxm");
-    const Report r = eval(m, g, 1);
-    const auto fields = reportFields(r, &m, &g);
-    std::size_t next = 0;
-    for (const ui::PdfRow& row : ui::reportPdfRows(m, g, r)) {
-        if (row.heading) {
-            QVERIFY(next < fields.size());
-            QCOMPARE(row.label.toStdString(), fields[next].section);
-            continue;
-        }
-        QVERIFY(next < fields.size());
-        QCOMPARE(row.key.toStdString(), fields[next].key);
-        QCOMPARE(row.label.toStdString(), fields[next].label);
-        QCOMPARE(row.value.toStdString(), formatFieldHuman(fields[next]));
-        ++next;
-    }
-    QCOMPARE(next, fields.size());
-}
-
-void TestReport::panelValuesComeFromFields_data() {
-    QTest::addColumn<QString>("model");
-    QTest::addColumn<bool>("hybrid");
-    QTest::newRow("llama-3-70b") << "llama-3-70b" << false;
-    QTest::newRow("gemma-3-27b") << "2026:google__gemma-3-27b-it.json" << true;
-    QTest::newRow("gpt-oss-20b") << "2026:openai__gpt-oss-20b.json" << true;
-    QTest::newRow("nemotron-h") << "2026:nvidia__Nemotron-H-56B-Base-8K.json" << true;
-    QTest::newRow("qwen3.5") << "2026:Qwen__Qwen3.5-35B-A3B.json" << true;
-}
-
-void TestReport::panelValuesComeFromFields() {
-    QFETCH(QString, model);
-    QFETCH(bool, hybrid);
-    auto w = window(model, 1600, 1000);
-    const ui::AppState& s = w->state();
-    const auto fields = reportFields(w->report(), &s.model, &s.gpu);
-    const ui::NumbersPanel* p = w->numbersPanel();
-    // Headline values are their field's human text (a count may drop its unit).
-    for (const char* key : {"cellModel", "cellRank", "requestModel", "requestRank", "pool",
-                            "tokens", "concurrency", "stepKv"}) {
-        const QStringList used = p->valueFields(QLatin1String(key));
-        QVERIFY2(!used.isEmpty(), key);
-        const QString shown = p->valueText(QLatin1String(key));
-        bool fromAField = false;
-        for (const QString& k : used) {
-            const ReportField* f = findField(fields, k.toStdString());
-            QVERIFY2(f, qPrintable(k));
-            const QString human = QString::fromStdString(formatFieldHuman(*f));
-            fromAField = fromAField || human.startsWith(shown) || shown.contains(human);
-        }
-        QVERIFY2(fromAField, qPrintable(shown));
-    }
-    for (const QString& key :
-         {QStringLiteral("poolBreakdown"), QStringLiteral("gpu"), QStringLiteral("groups")})
-        for (const QString& used : p->valueFields(key))
-            QVERIFY2(findField(fields, used.toStdString()), qPrintable(used));
-    // The GPU line: every GPU row marked for the panel, as "label value", its source in the
-    // tooltip (the L2 size from the preset: 50 MiB on the H100 SXM default).
-    for (const ReportField& f : fields)
-        if (f.section == "GPU" && f.panel) {
-            const QString shown = QString::fromStdString(f.label + " " + formatFieldHuman(f));
-            QVERIFY2(p->valueText(QStringLiteral("gpu")).contains(shown), qPrintable(shown));
-            QVERIFY(p->valueFields(QStringLiteral("gpu")).contains(QString::fromStdString(f.key)));
-            if (!f.source.empty())
-                QVERIFY(
-                    p->valueTip(QStringLiteral("gpu")).contains(QString::fromStdString(f.source)));
-        }
-    QVERIFY(p->valueText(QStringLiteral("gpu")).contains(QStringLiteral("L2 cache 50 MiB")));
-    // Hybrid models: one line per layer group, each share as its field shows it.
-    QCOMPARE(p->groupsShown(), hybrid);
-    if (!hybrid)
-        return;
-    const QString groups = p->valueText(QStringLiteral("groups"));
-    qsizetype holding = 0; // groups that hold anything for a request (not MLP-only layers)
-    for (std::size_t i = 0; i < s.model.layerGroups.size(); ++i) {
-        bool any = false;
-        for (const char* part :
-             {"growing_bytes_per_rank", "capped_bytes_per_rank", "fixed_bytes_per_rank"}) {
-            const ReportField* f = findField(fields, layerGroupKey(i, part));
-            QVERIFY(f && f->value);
-            if (*f->value > 0)
-                QVERIFY2(groups.contains(QString::fromStdString(formatFieldHuman(*f))),
-                         qPrintable(groups));
-            any = any || *f->value > 0;
-        }
-        holding += any ? 1 : 0;
-    }
-    QCOMPARE(groups.split(QLatin1Char('\n')).size(), holding);
-}
-
-void TestReport::panelChangeUsesThePhraser() {
-    // Llama-3-70B TP 8, 8,192 → 8,320 tokens: 162 → 159 concurrent requests. The panel said
-    // "1.9% fewer", the compare table "×1.02 fewer": both say core's phrase now.
-    const ModelSpec m = model(QStringLiteral("llama-3-70b"));
-    const GpuSpec g = gpu("h100-sxm");
-    Deployment d;
-    d.tp = 8;
-    d.poolModel = PoolModel::Datasheet;
-    const Report a = evaluate(m, g, d).value();
-    d.context = 8320;
-    const Report b = evaluate(m, g, d).value();
-    QCOMPARE(a.maxConcurrency, 162LL);
-    ui::NumbersPanel p;
-    p.setReport(b, a, &m, &g);
-    const std::string counts =
-        " (" + withCommas(a.maxConcurrency) + " → " + withCommas(b.maxConcurrency) + ")";
-    const QString want =
-        QString::fromStdString(phraseRatio(static_cast<double>(b.maxConcurrency) / a.maxConcurrency,
-                                           "concurrent requests" + counts, "more", "fewer"));
-    QVERIFY2(p.valueText(QStringLiteral("delta")).split(QLatin1Char('\n')).contains(want),
-             qPrintable(p.valueText(QStringLiteral("delta")) + QStringLiteral(" / ") + want));
-    QVERIFY(want.startsWith(QStringLiteral("×1.02 fewer")));
-}
-
-void TestReport::panelFitsWithoutScrolling_data() {
-    QTest::addColumn<QString>("model");
-    QTest::addColumn<bool>("present");
-    for (const char* m : {"llama-3-70b", "deepseek-v3", "2026:nvidia__Nemotron-H-56B-Base-8K.json",
-                          "2026:google__gemma-3-27b-it.json"}) {
-        QTest::newRow((QString::fromLatin1(m) + QStringLiteral(" 1600x1000")).toLatin1())
-            << QString::fromLatin1(m) << false;
-        QTest::newRow((QString::fromLatin1(m) + QStringLiteral(" present 1920x1080")).toLatin1())
-            << QString::fromLatin1(m) << true;
-    }
-}
-
-void TestReport::panelFitsWithoutScrolling() {
-    QFETCH(QString, model);
-    QFETCH(bool, present);
-    auto w = window(model, present ? 1920 : 1600, present ? 1080 : 1000);
-    if (present) {
-        ui::features(*w)->presentation()->setActive(true, false);
-        w->renderNow();
-    }
-    QApplication::processEvents();
-    QScrollArea* scroll = nullptr;
-    for (QWidget* p = w->numbersPanel()->parentWidget(); p && !scroll; p = p->parentWidget())
-        scroll = qobject_cast<QScrollArea*>(p);
-    QVERIFY(scroll);
-    QVERIFY(scroll->isVisible());
-    QCOMPARE(scroll->verticalScrollBar()->maximum(), 0);
-}
-
-#endif
 
 QTEST_MAIN(TestReport)
 #include "tst_report.moc"
