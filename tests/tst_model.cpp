@@ -35,8 +35,10 @@ private Q_SLOTS:
     void windowPatterns_data();
     void windowPatterns();
     void hfCacheName();
-    void malformed_data();
-    void malformed();
+    void malformedJson_data();
+    void malformedJson();
+    void invalidFields_data();
+    void invalidFields();
     void hostileBytes();
     void gpuFiles_data();
     void gpuFiles();
@@ -281,17 +283,47 @@ void TestModel::hfCacheName() {
     QVERIFY(byFolder.ok());
 }
 
-void TestModel::malformed_data() {
+namespace {
+
+/// A config parseModelConfig must refuse, with `field` and a rule containing `ruleContains`, in
+/// one line.
+void verifyRefused(const QByteArray& json, const QString& field, const QString& ruleContains) {
+    auto m = parseModelConfig(
+        std::string_view(json.constData(), static_cast<std::size_t>(json.size())), "bad");
+    QVERIFY(!m.ok());
+    QCOMPARE(QString::fromStdString(m.error().field), field);
+    QVERIFY2(QString::fromStdString(m.error().rule).contains(ruleContains),
+             m.error().message().c_str());
+    QVERIFY(m.error().message().find('\n') == std::string::npos);
+}
+
+} // namespace
+
+void TestModel::malformedJson_data() {
+    QTest::addColumn<QByteArray>("json");
+    QTest::addColumn<QString>("ruleContains");
+    QTest::newRow("empty") << QByteArray("") << "malformed JSON";
+    QTest::newRow("truncated") << QByteArray(R"({"num_hidden_layers": 80, "num_attention_he)")
+                               << "malformed JSON";
+    QTest::newRow("array") << QByteArray("[1, 2, 3]") << "JSON object";
+    QTest::newRow("deep nesting") << QByteArray(100000, '[') << "nested deeper";
+    // NaN is a literal only as a whole word.
+    QTest::newRow("NaN inside a word is no literal")
+        << QByteArray(
+               R"({"num_hidden_layers": NaNa, "num_attention_heads": 8, "hidden_size": 512})")
+        << "malformed JSON";
+}
+
+void TestModel::malformedJson() {
+    QFETCH(QByteArray, json);
+    QFETCH(QString, ruleContains);
+    verifyRefused(json, QStringLiteral("config.json"), ruleContains);
+}
+
+void TestModel::invalidFields_data() {
     QTest::addColumn<QByteArray>("json");
     QTest::addColumn<QString>("field");
     QTest::addColumn<QString>("ruleContains");
-    QTest::newRow("empty") << QByteArray("") << "config.json"
-                           << "malformed JSON";
-    QTest::newRow("truncated") << QByteArray(R"({"num_hidden_layers": 80, "num_attention_he)")
-                               << "config.json"
-                               << "malformed JSON";
-    QTest::newRow("array") << QByteArray("[1, 2, 3]") << "config.json"
-                           << "JSON object";
     QTest::newRow("missing layers")
         << QByteArray(R"({"num_attention_heads": 8, "hidden_size": 512})") << "num_hidden_layers"
         << "missing (also looked for n_layer, num_layers, n_layers)";
@@ -353,8 +385,6 @@ void TestModel::malformed_data() {
                R"({"num_hidden_layers": 10000, "num_attention_heads": 65536, "hidden_size": 1048576, "intermediate_size": 16000000, "num_local_experts": 1000000})")
         << "hidden_size"
         << "absurd";
-    QTest::newRow("deep nesting") << QByteArray(100000, '[') << "config.json"
-                                  << "nested deeper";
     // Python's json (and so every engine) reads NaN; it is then no layer count.
     QTest::newRow("nan literal")
         << QByteArray(R"({"num_hidden_layers": NaN, "num_attention_heads": 8, "hidden_size": 512})")
@@ -365,24 +395,13 @@ void TestModel::malformed_data() {
                R"({"num_hidden_layers": 2, "num_attention_heads": -Infinity, "hidden_size": 512})")
         << "num_attention_heads"
         << "must be an integer, got -Infinity";
-    QTest::newRow("NaN inside a word is no literal")
-        << QByteArray(
-               R"({"num_hidden_layers": NaNa, "num_attention_heads": 8, "hidden_size": 512})")
-        << "config.json"
-        << "malformed JSON";
 }
 
-void TestModel::malformed() {
+void TestModel::invalidFields() {
     QFETCH(QByteArray, json);
     QFETCH(QString, field);
     QFETCH(QString, ruleContains);
-    auto m = parseModelConfig(
-        std::string_view(json.constData(), static_cast<std::size_t>(json.size())), "bad");
-    QVERIFY(!m.ok());
-    QCOMPARE(QString::fromStdString(m.error().field), field);
-    QVERIFY2(QString::fromStdString(m.error().rule).contains(ruleContains),
-             m.error().message().c_str());
-    QVERIFY(m.error().message().find('\n') == std::string::npos);
+    verifyRefused(json, field, ruleContains);
 }
 
 void TestModel::hostileBytes() {
