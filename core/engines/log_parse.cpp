@@ -6,7 +6,6 @@
 #include "core/jsonutil.h"
 
 #include <cctype>
-#include <sstream>
 
 namespace kvscope {
 
@@ -24,17 +23,6 @@ using logscan::quoted;
 using logscan::splitJoined;
 
 constexpr std::size_t kMaxLogBytes = 64 * 1024 * 1024;
-
-template <class T>
-void setOnce(std::optional<T>& slot, const std::optional<T>& v, std::vector<std::string>& read,
-             std::size_t lineNo, const std::string& what) {
-    if (slot || !v)
-        return;
-    slot = v;
-    std::ostringstream s;
-    s << "line " << lineNo << ": " << what;
-    read.push_back(s.str());
-}
 
 /// What the reader has seen so far.
 struct ParseState {
