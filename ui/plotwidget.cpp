@@ -177,6 +177,17 @@ bool PlotWidget::crosses(const QLineF& segment, const QRectF& box) {
     return true;
 }
 
+std::vector<PlotWidget::Spot> PlotWidget::besideLine(double x, double gap,
+                                                     std::initializer_list<Height> heights) {
+    std::vector<Spot> spots;
+    spots.reserve(2 * heights.size());
+    for (const Height& h : heights) {
+        spots.push_back({x * gap, h.y, Qt::AlignLeft | h.vertical});
+        spots.push_back({x / gap, h.y, Qt::AlignRight | h.vertical});
+    }
+    return spots;
+}
+
 void PlotWidget::addFloating(QCPItemText* label, std::vector<Spot> spots) {
     if (label && !spots.empty())
         floating_.push_back({label, std::move(spots)});

@@ -8,6 +8,7 @@
 #include <QPointer>
 #include <QString>
 #include <utility>
+#include <initializer_list>
 #include <vector>
 
 namespace kvscope::ui {
@@ -103,6 +104,15 @@ protected:
     /// A floating label with its spots, as the parts of a plot's rebuild return them (a null
     /// label: nothing to place).
     using Floating = std::pair<QCPItemText*, std::vector<Spot>>;
+    /// Spots beside a vertical line at x on a log x axis: for each height in order, right of
+    /// the line (x·gap, left-aligned) then left of it (x / gap, right-aligned), with the
+    /// height's vertical alignment.
+    struct Height {
+        double y;
+        Qt::Alignment vertical;
+    };
+    static std::vector<Spot> besideLine(double x, double gap,
+                                        std::initializer_list<Height> heights);
     void addFloating(QCPItemText* label, std::vector<Spot> spots);
     void placeFloating();
     static QRectF itemRect(const QCPItemText* t);

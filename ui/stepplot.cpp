@@ -458,19 +458,15 @@ StepPlot::Floating StepPlot::addTenPercent(double maxBatch) {
     auto* label = addLabel(x * 1.05, top, tr("KV 10%\nat B = %1").arg(q(withCommas(*tenPercent_))),
                            Qt::AlignLeft | Qt::AlignTop, textColor(), 0.85, true);
     label->setBrush(QBrush(palette().color(QPalette::Base)));
-    return {label,
-            {{x * 1.05, top, Qt::AlignLeft | Qt::AlignTop},
-             {x / 1.05, top, Qt::AlignRight | Qt::AlignTop},
-             {x * 1.05, bottom, Qt::AlignLeft | Qt::AlignBottom},
-             {x / 1.05, bottom, Qt::AlignRight | Qt::AlignBottom},
-             {x * 1.05, mid, Qt::AlignLeft | Qt::AlignVCenter},
-             {x / 1.05, mid, Qt::AlignRight | Qt::AlignVCenter},
-             {x * 1.05, upperQ, Qt::AlignLeft | Qt::AlignVCenter},
-             {x / 1.05, upperQ, Qt::AlignRight | Qt::AlignVCenter},
-             {x * 1.05, lowerQ, Qt::AlignLeft | Qt::AlignVCenter},
-             {x / 1.05, lowerQ, Qt::AlignRight | Qt::AlignVCenter},
-             {xl, top, Qt::AlignLeft | Qt::AlignTop},
-             {xr, bottom, Qt::AlignRight | Qt::AlignBottom}}};
+    std::vector<Spot> spots = besideLine(x, 1.05,
+                                         {{top, Qt::AlignTop},
+                                          {bottom, Qt::AlignBottom},
+                                          {mid, Qt::AlignVCenter},
+                                          {upperQ, Qt::AlignVCenter},
+                                          {lowerQ, Qt::AlignVCenter}});
+    spots.push_back({xl, top, Qt::AlignLeft | Qt::AlignTop});
+    spots.push_back({xr, bottom, Qt::AlignRight | Qt::AlignBottom});
+    return {label, std::move(spots)};
 }
 
 StepPlot::Floating StepPlot::addCurrent(double maxBatch) {

@@ -260,17 +260,12 @@ TpPlot::Floating TpPlot::addCurrentTp() {
     // bottom: never clipped, never on a point.
     auto* label = addLabel(ctp * 1.04, top, tr("TP = %1").arg(data_.currentTp),
                            Qt::AlignLeft | Qt::AlignTop, acc, 1.0, true);
-    return {label,
-            {{ctp * 1.04, top, Qt::AlignLeft | Qt::AlignTop},
-             {ctp / 1.04, top, Qt::AlignRight | Qt::AlignTop},
-             {ctp * 1.04, upperQ, Qt::AlignLeft | Qt::AlignVCenter},
-             {ctp / 1.04, upperQ, Qt::AlignRight | Qt::AlignVCenter},
-             {ctp * 1.04, middle, Qt::AlignLeft | Qt::AlignVCenter},
-             {ctp / 1.04, middle, Qt::AlignRight | Qt::AlignVCenter},
-             {ctp * 1.04, lowerQ, Qt::AlignLeft | Qt::AlignVCenter},
-             {ctp / 1.04, lowerQ, Qt::AlignRight | Qt::AlignVCenter},
-             {ctp * 1.04, bottom, Qt::AlignLeft | Qt::AlignBottom},
-             {ctp / 1.04, bottom, Qt::AlignRight | Qt::AlignBottom}}};
+    return {label, besideLine(ctp, 1.04,
+                              {{top, Qt::AlignTop},
+                               {upperQ, Qt::AlignVCenter},
+                               {middle, Qt::AlignVCenter},
+                               {lowerQ, Qt::AlignVCenter},
+                               {bottom, Qt::AlignBottom}})};
 }
 
 TpPlot::Floating TpPlot::addCrossover() {
