@@ -188,6 +188,21 @@ std::vector<PlotWidget::Spot> PlotWidget::besideLine(double x, double gap,
     return spots;
 }
 
+QCPItemRect* PlotWidget::addWarningBand(double x0, double y0, double y1) {
+    const bool dk = dark();
+    QColor shade = warningColor(dk);
+    shade.setAlpha(dk ? 38 : 28);
+    auto* r = new QCPItemRect(this);
+    r->topLeft->setType(QCPItemPosition::ptPlotCoords);
+    r->bottomRight->setType(QCPItemPosition::ptPlotCoords);
+    r->topLeft->setCoords(x0, y1);
+    r->bottomRight->setCoords(xAxis->range().upper, y0);
+    r->setPen(Qt::NoPen);
+    r->setBrush(shade);
+    r->setLayer(QStringLiteral("grid"));
+    return r;
+}
+
 void PlotWidget::addFloating(QCPItemText* label, std::vector<Spot> spots) {
     if (label && !spots.empty())
         floating_.push_back({label, std::move(spots)});

@@ -7,8 +7,8 @@
 
 #include <QPointer>
 #include <QString>
-#include <utility>
 #include <initializer_list>
+#include <utility>
 #include <vector>
 
 namespace kvscope::ui {
@@ -114,6 +114,9 @@ protected:
     static std::vector<Spot> besideLine(double x, double gap,
                                         std::initializer_list<Height> heights);
     void addFloating(QCPItemText* label, std::vector<Spot> spots);
+    /// A warning-tinted band from x0 to the x axis' end between y0 and y1 (plot coordinates),
+    /// on the grid layer: the region a limit rules out (replicated KV heads, past the pool).
+    QCPItemRect* addWarningBand(double x0, double y0, double y1);
     void placeFloating();
     static QRectF itemRect(const QCPItemText* t);
     static QSizeF textBoxSize(const QCPItemText* t);

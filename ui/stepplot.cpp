@@ -301,16 +301,7 @@ StepPlot::Floating StepPlot::shadePastPool(double maxBatch, double yLo, double y
     if (maxConcurrency_ < 1 || static_cast<double>(maxConcurrency_) >= maxBatch)
         return {};
     const bool dk = dark();
-    QColor shade = warningColor(dk);
-    shade.setAlpha(dk ? 38 : 28);
-    auto* r = new QCPItemRect(this);
-    r->topLeft->setType(QCPItemPosition::ptPlotCoords);
-    r->bottomRight->setType(QCPItemPosition::ptPlotCoords);
-    r->topLeft->setCoords(static_cast<double>(maxConcurrency_) + 0.5, yHi);
-    r->bottomRight->setCoords(xAxis->range().upper, yLo);
-    r->setPen(Qt::NoPen);
-    r->setBrush(shade);
-    r->setLayer(QStringLiteral("grid"));
+    addWarningBand(static_cast<double>(maxConcurrency_) + 0.5, yLo, yHi);
     const double xr = xAxis->range().upper / 1.05;
     const double top = mode_ == Mode::Bytes ? yHi * 0.97 : yHi / 1.3;
     const double bottom = mode_ == Mode::Bytes ? yHi * 0.03 : yLo * 1.3;

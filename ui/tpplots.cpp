@@ -164,16 +164,7 @@ TpPlot::Floating TpPlot::shadeReplication(double maxTp) {
     if (!gqa || gqa->kvHeads <= 0 || gqa->kvHeads >= maxTp)
         return {};
     const bool dk = dark();
-    QColor shade = warningColor(dk);
-    shade.setAlpha(dk ? 38 : 28);
-    auto* r = new QCPItemRect(this);
-    r->topLeft->setType(QCPItemPosition::ptPlotCoords);
-    r->bottomRight->setType(QCPItemPosition::ptPlotCoords);
-    r->topLeft->setCoords(static_cast<double>(gqa->kvHeads), yAxis->range().upper);
-    r->bottomRight->setCoords(xAxis->range().upper, yAxis->range().lower);
-    r->setPen(Qt::NoPen);
-    r->setBrush(shade);
-    r->setLayer(QStringLiteral("grid"));
+    addWarningBand(static_cast<double>(gqa->kvHeads), yAxis->range().lower, yAxis->range().upper);
     // A shaded band of a few octaves (h_kv = 8 of 128) holds the label only in three
     // short lines: two long ones ran across the current-TP line at its end.
     const bool narrow = std::log2(xAxis->range().upper / static_cast<double>(gqa->kvHeads)) < 6.0;
