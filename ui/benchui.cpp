@@ -245,12 +245,8 @@ int runBenchSweep(const StartupOptions& o) {
         capped = capped || a == QLatin1String("--steps") || a.startsWith(QLatin1String("--steps="));
 
     MainWindow w(MainWindow::Options{false, false});
-    w.resize(o.size);
-    QString err;
-    if (!applyStartup(w, o, &err)) {
-        std::fprintf(stderr, "error: %s\n", qPrintable(err));
+    if (!applyStartupOrReport(w, o))
         return 2;
-    }
     w.show();
     for (int i = 0; i < 3; ++i)
         QApplication::processEvents();

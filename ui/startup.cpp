@@ -200,14 +200,20 @@ bool applyStartup(MainWindow& w, const StartupOptions& o, QString* error) {
     return true;
 }
 
-int runScreenshot(const StartupOptions& o) {
-    MainWindow w(MainWindow::Options{false, false});
+bool applyStartupOrReport(MainWindow& w, const StartupOptions& o) {
     w.resize(o.size);
     QString err;
-    if (!applyStartup(w, o, &err)) {
-        std::fprintf(stderr, "error: %s\n", qPrintable(err));
+    if (applyStartup(w, o, &err))
+        return true;
+    std::fprintf(stderr, "error: %s\n", qPrintable(err));
+    return false;
+}
+
+int runScreenshot(const StartupOptions& o) {
+    MainWindow w(MainWindow::Options{false, false});
+    if (!applyStartupOrReport(w, o))
         return 2;
-    }
+    QString err;
     // --story/--step/--present/--session: the step's state replaces the flags' state.
     installFeatures(w, FeatureOptions{o.story, o.step, o.present, o.session, o.measurements}, &err);
     if (!err.isEmpty()) {

@@ -36,6 +36,9 @@ StartupOptions parseStartup(const QStringList& arguments);
 /// Applies the state flags to the window (model first, then GPU, then the deployment);
 /// false and `error` ("--tp: ...") when core refuses them.
 bool applyStartup(MainWindow& w, const StartupOptions& o, QString* error);
+/// The window at the options' size with applyStartup's state; on a refusal, one `error:` line
+/// on stderr and false (the headless modes then exit 2).
+bool applyStartupOrReport(MainWindow& w, const StartupOptions& o);
 /// Renders the real window offscreen at the requested state and writes the PNG.
 int runScreenshot(const StartupOptions& o);
 /// The usage text for --help (the state flags listed from the schema).
