@@ -298,6 +298,15 @@ struct MeasureFlags {
     std::optional<std::string> model;
 };
 
+/// --kv-dtype as a KV dtype. 0, or the exit status of the one error line printed.
+int readKvDtype(const MeasureArgs& a, gpu::KvDtype& out) {
+    const auto dtype = gpu::parseDtype(a.kvDtype);
+    if (!dtype)
+        return fail("--kv-dtype: unknown '" + a.kvDtype + "' (bf16, fp16, fp8_e4m3 or fp32)");
+    out = *dtype;
+    return 0;
+}
+
 /// Checks the flags in the order the errors are reported. 0, or the exit status of the one error
 /// line printed.
 int readMeasureFlags(const MeasureArgs& a, MeasureFlags& f) {
@@ -319,10 +328,8 @@ int readMeasureFlags(const MeasureArgs& a, MeasureFlags& f) {
     f.batch = f.batchFlag.value_or(cuda ? 16 : 1);
     if (f.batch < 1 || f.batch > kMaxBatch)
         return fail("--batch: must be between 1 and " + std::to_string(kMaxBatch));
-    const auto dtype = gpu::parseDtype(a.kvDtype);
-    if (!dtype)
-        return fail("--kv-dtype: unknown '" + a.kvDtype + "' (bf16, fp16, fp8_e4m3 or fp32)");
-    f.dtype = *dtype;
+    if (int rc = readKvDtype(a, f.dtype); rc != 0)
+        return rc;
     f.sweep = a.sweep;
     if (f.sweep != "variants" && f.sweep != "context" && f.sweep != "batch")
         return fail("--sweep: must be variants, context or batch, got '" + f.sweep + "'");
@@ -359,10 +366,10 @@ int runMeasure(const MeasureArgs& a) {
     if (backendName != "cpu" && backendName != "cuda")
         return fail("--backend: must be cpu or cuda, got '" + backendName + "'");
     if (a.step) {
-        const auto dt = gpu::parseDtype(a.kvDtype);
-        if (!dt)
-            return fail("--kv-dtype: unknown '" + a.kvDtype + "' (bf16, fp16, fp8_e4m3 or fp32)");
-        return runStepMeasure(a, number(a.tp).value_or(1), number(a.context).value_or(4096), *dt);
+        gpu::KvDtype dt{};
+        if (int rc = readKvDtype(a, dt); rc != 0)
+            return rc;
+        return runStepMeasure(a, number(a.tp).value_or(1), number(a.context).value_or(4096), dt);
     }
     MeasureFlags f;
     if (int rc = readMeasureFlags(a, f); rc != 0)
