@@ -62,6 +62,36 @@ private Q_SLOTS:
         QCOMPARE(plot.graphCount(), 1 + 7);
     }
 
+    void currentLabelStaysInsideANarrowPlot() {
+        // At 340 px the point at B = 64 leaves room for its two-line label on neither side; it
+        // moves to a corner of the plot rather than running off the axis' left edge.
+        for (std::int64_t batch : {1, 8, 64}) {
+            const AppState s = state("llama-3-8b", "h100-sxm", 1, batch);
+            auto r = evaluate(s.model, s.gpu, s.deployment);
+            QVERIFY(r.ok());
+            StepPlot plot;
+            plot.setState(s, r.value());
+            plot.resize(340, 320);
+            plot.show();
+            plot.replot();
+            QCoreApplication::processEvents();
+            const QString key = QStringLiteral("B = %1\n").arg(batch);
+            const QCPItemText* label = nullptr;
+            for (int i = 0; i < plot.itemCount(); ++i)
+                if (auto* t = qobject_cast<QCPItemText*>(plot.item(i));
+                    t && t->text().contains(key))
+                    label = t;
+            QVERIFY2(label, qPrintable(key));
+            const QRectF box(label->topLeft->pixelPosition(), label->bottomRight->pixelPosition());
+            QVERIFY2(QRectF(plot.axisRect()->rect()).adjusted(-1, -1, 1, 1).contains(box),
+                     qPrintable(QStringLiteral("B = %1: label at x %2..%3, plot from %4")
+                                    .arg(batch)
+                                    .arg(box.left())
+                                    .arg(box.right())
+                                    .arg(plot.axisRect()->rect().left())));
+        }
+    }
+
     void legendNamesFitANarrowDock() {
         // A docked tab at 1600x1000 gives the plot about 340 px: the legend takes fewer columns
         // rather than cutting the layouts' names ("GQA-16") short; a wide plot keeps four.

@@ -505,7 +505,11 @@ StepPlot::Floating StepPlot::addCurrent(double maxBatch) {
                  {xNear, top, near | Qt::AlignTop},
                  {xFar, top, far | Qt::AlignTop},
                  {xNear, y, near | Qt::AlignVCenter},
-                 {xFar, y, far | Qt::AlignVCenter}}};
+                 {xFar, y, far | Qt::AlignVCenter},
+                 // Where the point leaves no room on either side (a narrow dock): a top
+                 // corner of the plot, the ring still marking the point.
+                 {xAxis->range().lower * 1.05, top, Qt::AlignLeft | Qt::AlignTop},
+                 {xAxis->range().upper / 1.05, top, Qt::AlignRight | Qt::AlignTop}}};
     }
     return {};
 }
