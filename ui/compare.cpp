@@ -2,6 +2,7 @@
 
 #include "core/format.h"
 #include "ui/mainwindow.h"
+#include "ui/qstrings.h"
 #include "ui/theme.h"
 #include "ui/viewmodel.h"
 
@@ -12,13 +13,6 @@
 #include <QVBoxLayout>
 
 namespace kvscope::ui {
-
-namespace {
-QString q(const std::string& s) {
-    return QString::fromStdString(s);
-}
-
-} // namespace
 
 QString stateTitle(const AppState& s) {
     QString t = q(modelDisplayName(s.modelRef, s.model)) + QStringLiteral(" · ") + q(s.gpu.name) +

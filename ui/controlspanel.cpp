@@ -2,6 +2,7 @@
 
 #include "core/engines/engines.h"
 #include "core/format.h"
+#include "ui/qstrings.h"
 #include "ui/theme.h"
 #include "ui/viewmodel.h"
 
@@ -16,10 +17,6 @@
 namespace kvscope::ui {
 
 namespace {
-QString q(const std::string& s) {
-    return QString::fromStdString(s);
-}
-
 QSlider* makeSlider(QWidget* parent, const QString& name) {
     auto* s = new QSlider(Qt::Horizontal, parent);
     s->setObjectName(name);

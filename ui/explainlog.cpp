@@ -3,6 +3,7 @@
 #include "core/engines/explain_log.h"
 #include "core/format.h"
 #include "core/model/presets.h"
+#include "ui/qstrings.h"
 
 #include <QComboBox>
 #include <QDialogButtonBox>
@@ -21,10 +22,6 @@
 namespace kvscope::ui {
 
 namespace {
-QString q(const std::string& s) {
-    return QString::fromStdString(s);
-}
-
 QString value(const std::string& unit, double v) {
     if (unit == "B")
         return q(humanBytes(v));

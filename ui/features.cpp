@@ -8,6 +8,7 @@
 #include "ui/measure.h"
 #include "ui/plan.h"
 #include "ui/presentation.h"
+#include "ui/qstrings.h"
 #include "ui/reportpdf.h"
 #include "ui/session.h"
 #include "ui/story.h"
@@ -25,10 +26,6 @@
 namespace kvscope::ui {
 
 namespace {
-QString q(const std::string& s) {
-    return QString::fromStdString(s);
-}
-
 bool writeText(const QString& path, const std::string& text, QString* error) {
     QFile f(path);
     if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate) ||

@@ -3,9 +3,9 @@
 // layout's margins in pixels at 1x (the view scales its fonts with the widget font).
 #pragma once
 
-#include <QString>
+#include "ui/qstrings.h" // q(), which the strips' files call unqualified
+
 #include <cstdint>
-#include <string>
 
 namespace kvscope::ui::strips {
 
@@ -19,9 +19,5 @@ inline std::uint64_t stripKey(std::int64_t head, std::int64_t copy) {
 }
 
 inline constexpr double kLeft = 84, kRight = 18, kBottom = 40, kCapH = 18;
-
-inline QString q(const std::string& s) {
-    return QString::fromStdString(s);
-}
 
 } // namespace kvscope::ui::strips

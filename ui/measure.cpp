@@ -4,6 +4,7 @@
 #include "gpu/measure_table.h"
 #include "gpu/measureplan.h"
 #include "ui/mainwindow.h"
+#include "ui/qstrings.h"
 #include "ui/rooflineplot.h"
 #include "ui/stepplot.h"
 
@@ -18,10 +19,6 @@
 namespace kvscope::ui {
 
 namespace {
-QString q(const std::string& s) {
-    return QString::fromStdString(s);
-}
-
 gpu::KvDtype setDtype(const gpu::MeasurementSet& set) {
     return set.points.empty() ? gpu::KvDtype::Bf16 : set.points.front().shape.dtype;
 }

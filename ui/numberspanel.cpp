@@ -3,6 +3,7 @@
 #include "core/features/compare.h"
 #include "core/features/report_fields.h"
 #include "core/format.h"
+#include "ui/qstrings.h"
 #include "ui/textsprite.h"
 #include "ui/theme.h"
 
@@ -22,10 +23,6 @@
 namespace kvscope::ui {
 
 namespace {
-QString q(const std::string& s) {
-    return QString::fromStdString(s);
-}
-
 // One change line, or empty when the value did not move: core's phraser (the compare table's),
 // so the panel and the compare view say the same change with the same words and thresholds.
 QString changeLine(double before, double now, const std::string& label, const char* more = "more",

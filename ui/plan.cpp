@@ -4,6 +4,7 @@
 #include "core/format.h"
 #include "core/model/dtype.h"
 #include "core/model/presets.h"
+#include "ui/qstrings.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -22,10 +23,6 @@
 namespace kvscope::ui {
 
 namespace {
-QString q(const std::string& s) {
-    return QString::fromStdString(s);
-}
-
 QTableWidget* makeTable(const QStringList& headers, QWidget* parent) {
     auto* t = new QTableWidget(0, static_cast<int>(headers.size()), parent);
     t->setHorizontalHeaderLabels(headers);

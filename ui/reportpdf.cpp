@@ -3,6 +3,7 @@
 #include "core/features/report_fields.h"
 #include "ui/compare.h"
 #include "ui/mainwindow.h"
+#include "ui/qstrings.h"
 
 #include <QDateTime>
 #include <QFile>
@@ -14,10 +15,6 @@
 namespace kvscope::ui {
 
 namespace {
-QString q(const std::string& s) {
-    return QString::fromStdString(s);
-}
-
 /// Paints a view into `target`, keeping its aspect (QWidget::render keeps text and lines as
 /// vectors on a PDF device).
 void paintView(QPainter& p, QWidget* view, const QRectF& target) {

@@ -1,6 +1,7 @@
 #include "ui/rooflineplot.h"
 
 #include "core/format.h"
+#include "ui/qstrings.h"
 #include "ui/theme.h"
 #include "ui/tickers.h"
 
@@ -12,9 +13,6 @@
 namespace kvscope::ui {
 
 namespace {
-QString q(const std::string& s) {
-    return QString::fromStdString(s);
-}
 double decadeFloor(double v) {
     return std::pow(10.0, std::floor(std::log10(v)));
 }

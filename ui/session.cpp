@@ -2,6 +2,7 @@
 
 #include "core/model/presets.h"
 #include "ui/mainwindow.h"
+#include "ui/qstrings.h"
 
 #include <QDialog>
 #include <QDialogButtonBox>
@@ -12,10 +13,6 @@
 namespace kvscope::ui {
 
 namespace {
-QString q(const std::string& s) {
-    return QString::fromStdString(s);
-}
-
 bool sameGpu(const GpuSpec& a, const GpuSpec& b) {
     return a.memoryBytes == b.memoryBytes && a.driverMemoryBytes == b.driverMemoryBytes &&
            a.bandwidthBytesPerS == b.bandwidthBytesPerS &&

@@ -2,6 +2,7 @@
 
 #include "core/format.h"
 #include "core/model/presets.h"
+#include "ui/qstrings.h"
 #include "ui/theme.h"
 
 #include <QComboBox>
@@ -24,9 +25,6 @@
 namespace kvscope::ui {
 
 namespace {
-QString q(const std::string& s) {
-    return QString::fromStdString(s);
-}
 const QString kCustomId = QStringLiteral("custom");
 } // namespace
 

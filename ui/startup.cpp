@@ -5,6 +5,7 @@
 #include "ui/features.h"
 #include "ui/mainwindow.h"
 #include "ui/qcp.h"
+#include "ui/qstrings.h"
 #include "ui/session.h"
 #include "ui/theme.h"
 #include "ui/viewmodel.h"
@@ -21,10 +22,6 @@
 namespace kvscope::ui {
 
 namespace {
-QString q(const std::string& s) {
-    return QString::fromStdString(s);
-}
-
 void settle(MainWindow& w) {
     for (int i = 0; i < 3; ++i)
         QApplication::processEvents();

@@ -2,6 +2,7 @@
 
 #include "core/format.h"
 #include "core/law/step.h"
+#include "ui/qstrings.h"
 #include "ui/theme.h"
 #include "ui/tickers.h"
 
@@ -12,10 +13,6 @@
 namespace kvscope::ui {
 
 namespace {
-
-QString q(const std::string& s) {
-    return QString::fromStdString(s);
-}
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr std::int64_t kMaxGridBatch = 1024;

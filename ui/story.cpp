@@ -3,6 +3,7 @@
 #include "core/features/export.h"
 #include "ui/compare.h"
 #include "ui/mainwindow.h"
+#include "ui/qstrings.h"
 #include "ui/theme.h"
 
 #include <QDockWidget>
@@ -17,10 +18,6 @@
 namespace kvscope::ui {
 
 namespace {
-QString q(const std::string& s) {
-    return QString::fromStdString(s);
-}
-
 /// A border drawn over a view's edge (mouse events pass through): the step's emphasis.
 class EmphasisFrame : public QWidget {
 public:

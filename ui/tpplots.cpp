@@ -1,6 +1,7 @@
 #include "ui/tpplots.h"
 
 #include "core/format.h"
+#include "ui/qstrings.h"
 #include "ui/theme.h"
 #include "ui/tickers.h"
 
@@ -11,10 +12,6 @@
 namespace kvscope::ui {
 
 namespace {
-QString q(const std::string& s) {
-    return QString::fromStdString(s);
-}
-
 // A config file's model is named after its file, "org__name": "meta-llama__Meta-Llama-3-8B
 // GQA-8" reads as "Meta-Llama-3-8B GQA-8" in the legend and the tooltips, as a preset's title
 // does (the series' label stays as it is: setData compares it).
