@@ -122,8 +122,8 @@ void KvStripsView::paintCaption(QPainter& p, const QSize& size) const {
         if (cachedAdvance(titleFont, shown) > titleW && model.contains(QStringLiteral(" (")))
             shown =
                 titleText(model = model.left(model.indexOf(QStringLiteral(" ("))), q(r.variant), r);
-        if (cachedAdvance(titleFont, shown) > titleW && model.contains(QStringLiteral("__")))
-            shown = titleText(model = model.section(QStringLiteral("__"), 1), q(r.variant), r);
+        if (cachedAdvance(titleFont, shown) > titleW && withoutOrg(model) != model)
+            shown = titleText(model = withoutOrg(model), q(r.variant), r);
         if (cachedAdvance(titleFont, shown) > titleW) {
             const double rest = cachedAdvance(titleFont, titleText(QString(), q(r.variant), r));
             shown = titleText(

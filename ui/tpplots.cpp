@@ -12,14 +12,13 @@
 namespace kvscope::ui {
 
 namespace {
-// A config file's model is named after its file, "org__name": "meta-llama__Meta-Llama-3-8B
-// GQA-8" reads as "Meta-Llama-3-8B GQA-8" in the legend and the tooltips, as a preset's title
-// does (the series' label stays as it is: setData compares it).
+// The series' label ("meta-llama__Meta-Llama-3-8B GQA-8") with its model named as a preset's
+// title reads ("Meta-Llama-3-8B GQA-8"), for the legend and the tooltips (the label itself
+// stays as it is: setData compares it).
 QString seriesName(const TpSeries& s) {
     const QString label = q(s.label);
-    const qsizetype org = label.indexOf(QStringLiteral("__"));
     const qsizetype space = label.indexOf(QLatin1Char(' '));
-    return org > 0 && (space < 0 || org < space) ? label.mid(org + 2) : label;
+    return space < 0 ? withoutOrg(label) : withoutOrg(label.left(space)) + label.mid(space);
 }
 } // namespace
 
