@@ -211,14 +211,13 @@ void planCandidate(const PlanRequest& req, const GpuSpec& gpu, std::int64_t tp, 
         out.rejections.push_back(c.rejection);
         return;
     }
-    const std::string resolved = toString(c.report->kvDtype);
+    PlanOption o = makeOption(req, gpu, tp, kv, *c.report, c.replicas);
     const bool duplicate =
-        std::any_of(out.options.begin(), out.options.end(), [&](const PlanOption& o) {
-            return o.gpu == gpu.id && o.tp == tp && o.kvDtypeResolved == resolved;
+        std::any_of(out.options.begin(), out.options.end(), [&](const PlanOption& x) {
+            return x.gpu == o.gpu && x.tp == o.tp && x.kvDtypeResolved == o.kvDtypeResolved;
         });
     if (duplicate)
         return;
-    PlanOption o = makeOption(req, gpu, tp, kv, *c.report, c.replicas);
     auto share =
         evaluate(req.model, gpu, candidate(req, tp, kv, ceilDiv(req.concurrency, c.replicas)));
     if (!share.ok())
