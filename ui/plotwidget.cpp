@@ -188,7 +188,7 @@ std::vector<PlotWidget::Spot> PlotWidget::besideLine(double x, double gap,
     return spots;
 }
 
-QCPItemRect* PlotWidget::addWarningBand(double x0, double y0, double y1) {
+void PlotWidget::addWarningBand(double x0, double y0, double y1) {
     const bool dk = dark();
     QColor shade = warningColor(dk);
     shade.setAlpha(dk ? 38 : 28);
@@ -200,7 +200,6 @@ QCPItemRect* PlotWidget::addWarningBand(double x0, double y0, double y1) {
     r->setPen(Qt::NoPen);
     r->setBrush(shade);
     r->setLayer(QStringLiteral("grid"));
-    return r;
 }
 
 void PlotWidget::addFloating(QCPItemText* label, std::vector<Spot> spots) {

@@ -116,7 +116,7 @@ protected:
     void addFloating(QCPItemText* label, std::vector<Spot> spots);
     /// A warning-tinted band from x0 to the x axis' end between y0 and y1 (plot coordinates),
     /// on the grid layer: the region a limit rules out (replicated KV heads, past the pool).
-    QCPItemRect* addWarningBand(double x0, double y0, double y1);
+    void addWarningBand(double x0, double y0, double y1);
     void placeFloating();
     static QRectF itemRect(const QCPItemText* t);
     static QSizeF textBoxSize(const QCPItemText* t);
