@@ -4,7 +4,7 @@
 
 #include "core/engines/engines.h"
 #include "core/format.h"
-#include "core/law/law_paging.h"
+#include "core/law/law_detail.h"
 #include "core/model/weights.h"
 
 #include <algorithm>

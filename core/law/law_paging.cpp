@@ -1,7 +1,6 @@
-// vLLM's paging of the KV pool per rank (vllm/v1/core/kv_cache_utils.py); see law_paging.h.
-#include "core/law/law_paging.h"
-
+// vLLM's paging of the KV pool per rank (vllm/v1/core/kv_cache_utils.py); declared in law_detail.h.
 #include "core/format.h"
+#include "core/law/law_detail.h"
 
 #include <algorithm>
 #include <limits>

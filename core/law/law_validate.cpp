@@ -2,7 +2,7 @@
 // the cache dtype and the sizes), and the h_kv and TP values a model admits.
 #include "core/format.h"
 #include "core/law/law.h"
-#include "core/law/law_paging.h"
+#include "core/law/law_detail.h"
 
 #include <algorithm>
 #include <string>
