@@ -17,6 +17,10 @@
 //     4L + j of tile 2c / 2c+1 is column 32c + 8L + j / 32c + 8L + 4 + j) and are put back at
 //     the end. fp8 V is decoded in the same pass (64 values per step with AVX512_VBMI, else
 //     32; bf16_simd.h).
+//  4. bf16 K/V: the next block's memory work runs inside this block's compute. Its V pairs are
+//     interleaved and its K lines prefetched pair by pair, spread over the softmax and P·V
+//     passes of every group (NextBlock), so the loads from DRAM overlap the tile and vector
+//     work instead of stalling the block's start.
 // bf16 x bf16 products are exact in fp32 and accumulate in fp32, as in the other kernels.
 #include "gpu/cpu/amx_kernel.h"
 
@@ -154,11 +158,46 @@ template <int DV> KVSCOPE_AMX_TARGET void raiseMax(int grp, __m512 blockMax, Scr
         }
 }
 
+/// The next block's V rows and K lines, the pair range each phase works through, and the buffer
+/// its interleaved V goes to. Why: the kernel reads a block's K (tile loads) and V (the
+/// interleave) at its start and then computes for about as long without a load, so from DRAM
+/// its time was its L2 time plus the memory time, or more (NOTES.md, "tenth session").
+struct NextBlock {
+    RowMap k, v;
+    std::uint16_t* vv = nullptr;
+    int pairs = 0, phases = 1; // pairs of the block, split evenly over `phases` calls
+    /// Phase ph's pairs [first, last).
+    int first(int ph) const { return ph * pairs / phases; }
+};
+
+/// Pair p of the next block: its V rows interleaved into nb.vv (as interleaveV does for a full
+/// bf16 block) and the lines of its two K rows prefetched into L1 for its score tiles.
+template <int DK, int DV> KVSCOPE_AMX_TARGET inline void nextPair(const NextBlock& nb, int p) {
+    std::uint16_t* d = nb.vv + (p / 16) * (DV / 16) * kTileB + 32 * (p % 16);
+    const std::uint8_t* a = nb.v.row(2 * p);
+    for (int b = 0; b < DV / 32; ++b) {
+        const __m512i x = _mm512_loadu_si512(a + 64 * b);
+        const __m512i y = _mm512_loadu_si512(a + nb.v.stride + 64 * b); // row 2p + 1
+        _mm512_storeu_si512(d + (2 * b) * kTileB, _mm512_unpacklo_epi16(x, y));
+        _mm512_storeu_si512(d + (2 * b + 1) * kTileB, _mm512_unpackhi_epi16(x, y));
+    }
+    const char* k = reinterpret_cast<const char*>(nb.k.row(2 * p));
+    for (int l = 0; l < DK * 2 / 64; ++l) {
+        _mm_prefetch(k + 64 * l, _MM_HINT_T0);
+        _mm_prefetch(k + nb.k.stride + 64 * l, _MM_HINT_T0);
+    }
+}
+
 /// Online softmax of one group over the block: the reference maximum, bf16 probabilities as
 /// the P·V A tiles (sc.pa), and the sum of the rounded values.
-template <int DV>
-KVSCOPE_AMX_TARGET __attribute__((noinline)) void softmaxBlock(int grp, int n, int block,
-                                                               float scale, ScratchAmx& sc) {
+template <int DK, int DV>
+KVSCOPE_AMX_TARGET __attribute__((noinline)) void
+softmaxBlock(int grp, int n, int block, float scale, ScratchAmx& sc, const NextBlock* nb) {
+    // This phase's share of the next block's pairs, at most one per token pair below, spread
+    // evenly by a running count (a phase never has more pairs than the loop has iterations).
+    const NextBlock next = nb ? *nb : NextBlock{};
+    int p = next.first(2 * grp), due = 0;
+    const int np = next.first(2 * grp + 1) - p, iters = 16 * ((n + 31) / 32);
     const float* st = sc.st.data() + grp * block * 16;
     const __m512 vs = _mm512_set1_ps(scale);
     __m512 mx = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
@@ -175,6 +214,10 @@ KVSCOPE_AMX_TARGET __attribute__((noinline)) void softmaxBlock(int grp, int n, i
     for (int c = 0; 32 * c < n; ++c) {
         __m512i x[16]; // token pair 16c + i: (p[2i], p[2i + 1]) of every query row
         for (int i = 0; i < 16; ++i) {
+            if (np && (due += np) >= iters) {
+                due -= iters;
+                nextPair<DK, DV>(next, p++);
+            }
             const int t = 32 * c + 2 * i;
             const __m512 p0 =
                 t < n ? exp2Bf16Weights512(_mm512_fmsub_ps(_mm512_loadu_ps(st + 16 * t), vs, mRef))
@@ -208,10 +251,10 @@ KVSCOPE_AMX_TARGET inline __m512i vChunk(const RowMap& v, int row, int n, int b,
 }
 
 /// Zero V pairs from `pairs` to the end of the last 16-pair chunk.
-template <int DV> inline void zeroMissingPairs(int pairs, ScratchAmx& sc) {
+template <int DV> inline void zeroMissingPairs(int pairs, std::uint16_t* vv) {
     for (int p = pairs; p < 16 * ((pairs + 15) / 16); ++p)
         for (int b = 0; b < DV / 16; ++b)
-            std::memset(sc.vv.data() + ((p / 16) * (DV / 16) + b) * kTileB + 32 * (p % 16), 0, 64);
+            std::memset(vv + ((p / 16) * (DV / 16) + b) * kTileB + 32 * (p % 16), 0, 64);
 }
 
 /// V rows of each token pair interleaved into B tiles (columns permuted as in the header):
@@ -219,11 +262,11 @@ template <int DV> inline void zeroMissingPairs(int pairs, ScratchAmx& sc) {
 /// (c, 2b + 1) the same for column 32b + 8L + 4 + j. Pairs past n are zero.
 template <int DV>
 KVSCOPE_AMX_TARGET __attribute__((noinline)) void interleaveV(const RowMap& v, int n, bool fp8,
-                                                              ScratchAmx& sc) {
+                                                              std::uint16_t* vv) {
     const Fp8Lut lut = fp8Lut();
     const int pairs = (n + 1) / 2;
     for (int p = 0; p < pairs; ++p) {
-        std::uint16_t* d = sc.vv.data() + (p / 16) * (DV / 16) * kTileB + 32 * (p % 16);
+        std::uint16_t* d = vv + (p / 16) * (DV / 16) * kTileB + 32 * (p % 16);
         const bool full = 2 * p + 1 < n;
         for (int b = 0; b < DV / 32; ++b) {
             __m512i x, y;
@@ -238,7 +281,7 @@ KVSCOPE_AMX_TARGET __attribute__((noinline)) void interleaveV(const RowMap& v, i
             _mm512_storeu_si512(d + (2 * b + 1) * kTileB, _mm512_unpackhi_epi16(x, y));
         }
     }
-    zeroMissingPairs<DV>(pairs, sc);
+    zeroMissingPairs<DV>(pairs, vv);
 }
 
 /// interleaveV for fp8 V with the VBMI decoder: the two rows of a pair are decoded 64 values
@@ -248,12 +291,12 @@ KVSCOPE_AMX_TARGET __attribute__((noinline)) void interleaveV(const RowMap& v, i
 /// Only called where the CPU has VBMI (as every AMX CPU so far: Sapphire Rapids on).
 template <int DV>
 KVSCOPE_AMX_VBMI_TARGET __attribute__((noinline)) void interleaveVFp8Vbmi(const RowMap& v, int n,
-                                                                          ScratchAmx& sc) {
+                                                                          std::uint16_t* vv) {
     static_assert(DV % 64 == 0);
     const Fp8VbmiLut lut = fp8VbmiLut();
     const int pairs = (n + 1) / 2;
     for (int p = 0; p < pairs; ++p) {
-        std::uint16_t* d = sc.vv.data() + (p / 16) * (DV / 16) * kTileB + 32 * (p % 16);
+        std::uint16_t* d = vv + (p / 16) * (DV / 16) * kTileB + 32 * (p % 16);
         const std::uint8_t* a = v.row(2 * p);
         const bool full = 2 * p + 1 < n;
         for (int b = 0; b < DV / 64; ++b) {
@@ -269,28 +312,35 @@ KVSCOPE_AMX_VBMI_TARGET __attribute__((noinline)) void interleaveVFp8Vbmi(const 
             }
         }
     }
-    zeroMissingPairs<DV>(pairs, sc);
+    zeroMissingPairs<DV>(pairs, vv);
 }
 
-/// acc += P V for one group over the block's chunks of 32 tokens: two output tiles per pass,
-/// loaded from and stored back to sc.acc, summed over the chunks in tile registers.
-template <int DV>
+/// acc += P V for one group over the block's chunks of 32 tokens (V interleaved at vv): two
+/// output tiles per pass, loaded from and stored back to sc.acc, summed over the chunks in tile
+/// registers.
+template <int DK, int DV>
 KVSCOPE_AMX_TARGET __attribute__((noinline)) void pvBlock(int grp, int chunks, int block,
-                                                          ScratchAmx& sc) {
+                                                          const std::uint16_t* vv, ScratchAmx& sc,
+                                                          const NextBlock* nb) {
     constexpr int NB = DV / 16;
+    // This phase's share of the next block's pairs, a few per pair of output tiles.
+    const NextBlock next = nb ? *nb : NextBlock{};
+    const int p0 = next.first(2 * grp + 1), np = next.first(2 * grp + 2) - p0;
     float* acc = sc.acc.data() + grp * NB * 256;
     const std::uint16_t* pa = sc.pa.data() + grp * (block / 32) * kTileB;
     for (int b = 0; b < NB; b += 2) {
         _tile_loadd(4, acc + b * 256, 64);
         _tile_loadd(5, acc + (b + 1) * 256, 64);
         for (int c = 0; c < chunks; ++c) {
-            const std::uint16_t* vv = sc.vv.data() + (c * NB + b) * kTileB;
+            const std::uint16_t* vt = vv + (c * NB + b) * kTileB;
             _tile_loadd(6, pa + c * kTileB, 64);
-            _tile_loadd(3, vv, 64);
+            _tile_loadd(3, vt, 64);
             _tile_dpbf16ps(4, 6, 3);
-            _tile_loadd(7, vv + kTileB, 64);
+            _tile_loadd(7, vt + kTileB, 64);
             _tile_dpbf16ps(5, 6, 7);
         }
+        for (int p = p0 + b * np / NB; p < p0 + (b + 2) * np / NB; ++p)
+            nextPair<DK, DV>(next, p);
         _tile_stored(4, acc + b * 256, 64);
         _tile_stored(5, acc + (b + 1) * 256, 64);
     }
@@ -312,6 +362,27 @@ template <int DV> void finishRows(const SegmentBf16& sg, const ScratchAmx& sc) {
     }
 }
 
+/// KVSCOPE_CPU_SPREAD=0 keeps every block's memory work at its start (A/B).
+bool spreadEnabled() {
+    static const bool on = [] {
+        const char* e = std::getenv("KVSCOPE_CPU_SPREAD");
+        return !(e && std::strcmp(e, "0") == 0);
+    }();
+    return on;
+}
+
+/// Block i + 1's work to spread over block i, or none (vv null): at the last block, for fp8
+/// (its V is decoded by interleaveV) and for a partial block (padded by interleaveV).
+NextBlock nextBlock(const SegmentBf16& sg, const GatherPlan& gp, std::int64_t i, int block,
+                    int groups, bool spread, std::uint16_t* vv) {
+    if (!spread || i + 1 >= gp.count(sg))
+        return {};
+    const auto next = gp.tile(sg, i + 1);
+    if (next.n != block)
+        return {};
+    return {next.k, next.v, vv, block / 2, 2 * groups};
+}
+
 template <int DK, int DV>
 KVSCOPE_AMX_TARGET void attendAmxImpl(const SegmentBf16& sg, ScratchAmx& sc) {
     const int R = int(sg.rows);
@@ -324,13 +395,22 @@ KVSCOPE_AMX_TARGET void attendAmxImpl(const SegmentBf16& sg, ScratchAmx& sc) {
     prepareQ<DK>(sg, groups, sc);
     constexpr int kBlock = blockTokens(DV);
     sc.kTile.resize(std::size_t(kBlock * DK));
-    sc.vv.resize(std::size_t(kBlock / 32 * DV / 16 * kTileB));
+    const std::size_t vvSize = std::size_t(kBlock / 32 * DV / 16 * kTileB);
+    sc.vv.resize(2 * vvSize);
     sc.pa.resize(std::size_t(groups * kBlock / 32 * kTileB));
     sc.st.resize(std::size_t(groups * kBlock * 16));
     sc.acc.assign(std::size_t(groups * 16 * DV), 0.0f);
     sc.m.assign(std::size_t(groups * 16), -std::numeric_limits<float>::infinity());
     sc.l.assign(std::size_t(groups * 16), 0.0f);
     loadAttentionConfig(groups == 1 ? R : 16);
+    // The next block's V is interleaved during this one where it needs no decode or padding,
+    // into the other half of sc.vv. The half is picked by index: with the halves as two vector
+    // members swapped per block, the kernel ran 1.3-1.7x slower in L2 on the Intel VM whenever
+    // the two members were declared next to each other (the code differed only in member
+    // offsets; the cause was not found).
+    const bool spread = !fp8 && spreadEnabled();
+    int cur = 0;         // this block's V is half `cur` of sc.vv
+    bool vReady = false; // and already interleaved there
     // Gathered blocks first (16 K and 16 V streams in step, row_map.h's gatherPlan), then
     // the rest of the segment in contiguous blocks.
     const GatherPlan gp = gatherPlan(sg, kBlock, kAmxGatherShift);
@@ -347,14 +427,22 @@ KVSCOPE_AMX_TARGET void attendAmxImpl(const SegmentBf16& sg, ScratchAmx& sc) {
             }
         }
         scoreBlock<DK>(k, groups, kBlock, sc);
-        if (vbmiV)
-            interleaveVFp8Vbmi<DV>(v, n, sc);
-        else
-            interleaveV<DV>(v, n, vFp8, sc);
-        for (int grp = 0; grp < groups; ++grp) {
-            softmaxBlock<DV>(grp, n, kBlock, sg.scoreScale, sc);
-            pvBlock<DV>(grp, (n + 31) / 32, kBlock, sc);
+        std::uint16_t* vv = sc.vv.data() + cur * vvSize;
+        if (!vReady) {
+            if (vbmiV)
+                interleaveVFp8Vbmi<DV>(v, n, vv);
+            else
+                interleaveV<DV>(v, n, vFp8, vv);
         }
+        const NextBlock nb =
+            nextBlock(sg, gp, i, kBlock, groups, spread, sc.vv.data() + (1 - cur) * vvSize);
+        vReady = nb.vv != nullptr;
+        for (int grp = 0; grp < groups; ++grp) {
+            softmaxBlock<DK, DV>(grp, n, kBlock, sg.scoreScale, sc, vReady ? &nb : nullptr);
+            pvBlock<DK, DV>(grp, (n + 31) / 32, kBlock, vv, sc, vReady ? &nb : nullptr);
+        }
+        if (vReady)
+            cur = 1 - cur;
     }
     _tile_release();
     finishRows<DV>(sg, sc);

@@ -14,7 +14,8 @@ namespace kvscope::gpu::detail::cpu {
 struct ScratchAmx {
     AlignedVector<std::uint16_t> qt;    // [groups][key chunks][16][32] Q^T tiles (pairs)
     AlignedVector<std::uint16_t> kTile; // [block][keyDim] staged / decoded K
-    AlignedVector<std::uint16_t> vv;    // [block / 32][valueDim / 16][16][32] V in token pairs
+    AlignedVector<std::uint16_t> vv;    // [2][block / 32][valueDim / 16][16][32] V in token pairs:
+                                        // this block's and the next one's
     AlignedVector<std::uint16_t> pa;    // [groups][block / 32][16][32] bf16 probabilities
     AlignedVector<float> st;            // [groups][block][16] raw scores, query rows in lanes
     AlignedVector<float> acc;           // [groups][valueDim / 16][16][16] output tiles
