@@ -152,7 +152,7 @@ private Q_SLOTS:
     /// Shapes on tile edges: contexts shorter than, equal to and one past a 16/32-token tile,
     /// odd group sizes, more than 16 query rows per stream (several AMX row tiles, MLA h 20),
     /// one stream split across threads (S 8191: 8 splits merged by log-sum-exp), batches of 3,
-    /// and runs of full blocks (S 8191, MLA S 300), whose V the AMX kernel interleaves one block
+    /// and runs of full blocks (S 8191, S 300), whose V the AMX kernel interleaves one block
     /// ahead.
     /// fp16 and fp32 KV always take the portable kernel.
     void everyKernel_data() {
@@ -175,7 +175,8 @@ private Q_SLOTS:
             row("gqa-40 S31", gqa(40, 1, 256, 31, 2, dt));
             row("mla h3 S47", mla(3, 47, 2, dt));
             row("mla h20 S70", mla(20, 70, 1, dt));
-            row("mla h16 S300", mla(16, 300, 1, dt)); // 4 gathered 64-token blocks, then 44
+            row("gqa-24 S300", gqa(24, 1, 128, 300, 1, dt)); // 64-token blocks (2 row groups)
+            row("mla h16 S300", mla(16, 300, 1, dt));        // 4 gathered 64-token blocks, then 44
         };
         for (KvDtype dt : {KvDtype::Bf16, KvDtype::Fp8E4m3})
             for (const char* k : {"", "amx", "bf16dot"})

@@ -1,4 +1,5 @@
-// The AMX kernel (see amx_kernel.h). Per block of 64 tokens (32 for MLA) of one KV stream:
+// The AMX kernel (see amx_kernel.h). Per block of 32 tokens (64 for MLA and above 16 query
+// rows) of one KV stream:
 //  1. Scores transposed, S^T = K Q^T: the A operand is 16 K rows straight from the cache
 //     (32 key elements each), the B operand Q^T in pairs, prepared once per segment; each K
 //     tile serves up to 16 query rows per tdpbf16ps, so K is read once for the whole group.
@@ -61,11 +62,13 @@ using namespace amx;
 /// (log2 units): weights stay <= 256, far inside fp32 and bf16 range.
 constexpr float kRescaleLog2 = 8.0f;
 
-/// Tokens per block: 32 (two score tiles, one P·V chunk), or 64 for MLA's 512 value columns,
-/// whose 32 accumulator tiles are then loaded and stored once per two chunks. CPU-time bench
-/// (NOTES.md, "sixth session"): g 8 32 tokens 20.7, 64 30, 128 28 ns per token.
-constexpr int blockTokens(int valueDim) {
-    return valueDim >= 512 ? 64 : 32;
+/// Tokens per block: 32 (two score tiles, one P·V chunk), or 64 for MLA's 512 value columns and
+/// for more than one group of 16 query rows, whose accumulator tiles are then loaded and
+/// stored once per two chunks. CPU-time bench (NOTES.md, "sixth session"): g 8 32 tokens 20.7,
+/// 64 30, 128 28 ns per token; g 32 with the next block's loads spread over the block
+/// ("tenth session"), 64 / 32 tokens: 0.86-0.88 of the time, in L2 and from DRAM.
+constexpr int blockTokens(int valueDim, int groups) {
+    return valueDim >= 512 || groups > 1 ? 64 : 32;
 }
 
 /// Q^T as B tiles: tile (grp, c) row k, lane n = (q[16 grp + n][32c + 2k], [.. + 1]); query rows
@@ -393,7 +396,7 @@ KVSCOPE_AMX_TARGET void attendAmxImpl(const SegmentBf16& sg, ScratchAmx& sc) {
     // (interleaveVFp8Vbmi), else 32 (interleaveV). MLA's V is the staged K.
     const bool vbmiV = fp8 && !mla && dec == Fp8Decoder::Vbmi;
     prepareQ<DK>(sg, groups, sc);
-    constexpr int kBlock = blockTokens(DV);
+    const int kBlock = blockTokens(DV, groups);
     sc.kTile.resize(std::size_t(kBlock * DK));
     const std::size_t vvSize = std::size_t(kBlock / 32 * DV / 16 * kTileB);
     sc.vv.resize(2 * vvSize);
