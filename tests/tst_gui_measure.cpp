@@ -14,6 +14,7 @@
 #include "ui/mainwindow.h"
 #include "ui/measure.h"
 #include "ui/rooflineplot.h"
+#include "ui/startup.h"
 #include "ui/stepplot.h"
 
 #include <QSignalSpy>
@@ -190,6 +191,33 @@ private Q_SLOTS:
                 qPrintable(
                     QStringLiteral("%1 FLOP/B under the callout").arg(p.intensityFlopPerByte)));
         }
+    }
+
+    /// A CPU's measured points stretch the roofline's y axis down three decades more; at a talk's
+    /// 1920x1080 the roof's and the ridge's labels above the roof still read apart, and the
+    /// measured ceiling's label stays inside the plot, every label clear of points and lines.
+    /// (At 1600x1000 the callout takes the top left and still touches the roof's label.)
+    void measuredPointsKeepRoofLabelsApart() {
+        const QSize size(1920, 1080);
+        const auto restore = appFontForScope();
+        StartupOptions o = parseStartup(
+            {QStringLiteral("kvscope"), QStringLiteral("--model"), QStringLiteral("llama-3-8b")});
+        QVERIFY2(o.error.isEmpty(), qPrintable(o.error));
+        MainWindow w(MainWindow::Options{false, false});
+        w.resize(size);
+        w.show();
+        QString err;
+        QVERIFY2(applyStartup(w, o, &err), qPrintable(err));
+        QVector<MeasuredPoint> cpu;
+        const double intensity[] = {1, 2, 4, 8, 16, 32},
+                     achieved[] = {25e9, 50e9, 60e9, 110e9, 330e9, 520e9};
+        for (int i = 0; i < 6; ++i)
+            cpu.append({QStringLiteral("v%1").arg(i), intensity[i], achieved[i], {}});
+        RooflinePlot* plot = w.rooflinePlot();
+        plot->setMeasuredCeilings({31e9, 2.0e12});
+        plot->setMeasuredPoints(cpu);
+        w.renderNow();
+        verifyLabelsClear(*plot, QStringLiteral("roofline"), 0);
     }
 
     void measureCancelAndNewestWins() {

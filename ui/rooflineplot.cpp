@@ -242,8 +242,9 @@ void RooflinePlot::rebuild() {
     f.x1 = std::max(maxI, f.ridge) * 5;
     f.y0 = decadeFloor(std::min(minY, bw * f.x0) / 1.5);
     // Above the roof: room for two rows of labels (the roof's and the ridge's) when the flat
-    // roof is too short to hold its label.
-    f.y1 = peak * 8;
+    // roof is too short to hold its label, a fifth of the axis at least, so the rows still fit
+    // when measured points stretch the axis down (a CPU's sit three decades under a GPU roof).
+    f.y1 = peak * std::max(8.0, std::pow(peak / f.y0, 0.25));
     xAxis->setRange(f.x0, f.x1);
     yAxis->setRange(f.y0, f.y1);
 
@@ -277,14 +278,16 @@ void RooflinePlot::addRoofs(const Frame& f,
     ridgeLine->setPen(QPen(mutedColor(), 1.5, Qt::DotLine));
 
     // No label crosses a line: the roof's under the flat roof while that is long enough to
-    // hold it (a wide plot), else above the roof, where the ridge line has ended; the
-    // ridge's over the corner, else at the top, else at the foot of the ridge line.
+    // hold it (a wide plot), else above the roof, where the ridge line has ended, else in the
+    // top row (the callout may take the row above the roof); the ridge's over the corner, else
+    // at the top, else at the foot of the ridge line.
     const double gap = 1.12;
     labels.push_back({addLabel(x1 / 1.1, peak / gap, tr("bf16 tensor %1").arg(q(humanFlops(peak))),
                                Qt::AlignRight | Qt::AlignTop, ink, 0.95),
                       {{x1 / 1.1, peak / gap, Qt::AlignRight | Qt::AlignTop},
                        {ridge / 1.1, peak * gap, Qt::AlignRight | Qt::AlignBottom},
-                       {x1 / 1.1, peak * gap, Qt::AlignRight | Qt::AlignBottom}}});
+                       {x1 / 1.1, peak * gap, Qt::AlignRight | Qt::AlignBottom},
+                       {x1 / 1.1, f.y1 / 1.15, Qt::AlignRight | Qt::AlignTop}}});
     labels.push_back({addLabel(ridge, peak * gap, tr("ridge %1 FLOP/B").arg(intensityText(ridge)),
                                Qt::AlignHCenter | Qt::AlignBottom, mutedColor(), 1.0),
                       {{ridge, peak * gap, Qt::AlignHCenter | Qt::AlignBottom},
@@ -459,11 +462,20 @@ void RooflinePlot::addMeasured(const Frame& f) {
         mroof->setData({f.x0, mr, f.x1}, {ceilings_.readBytesPerS * f.x0, mp, mp}, true);
         mroof->setPen(QPen(mc, 1.5, Qt::DashDotLine));
         // Its label runs under its slope like the HBM label, further along when the two
-        // slopes nearly coincide (a GPU measured against its own datasheet).
-        const double xs = f.x0 * (ceilings_.readBytesPerS > bw / 3 ? 14 : 1.6);
-        addLabel(xs, ceilings_.readBytesPerS * xs / 1.8,
-                 tr("measured %1").arg(q(humanBandwidth(ceilings_.readBytesPerS))),
-                 Qt::AlignLeft | Qt::AlignTop, mc, 0.95);
+        // slopes nearly coincide (a GPU measured against its own datasheet), else over it (a
+        // CPU's slope runs along the bottom of the plot).
+        const double r = ceilings_.readBytesPerS;
+        std::vector<Spot> spots;
+        const std::array<double, 2> under =
+            r > bw / 3 ? std::array{14.0, 30.0} : std::array{1.6, 4.0};
+        for (const double k : under)
+            spots.push_back({f.x0 * k, r * f.x0 * k / 1.8, Qt::AlignLeft | Qt::AlignTop});
+        for (const double k : {1.6, 4.0, 10.0})
+            spots.push_back({f.x0 * k, r * f.x0 * k * 1.8, Qt::AlignLeft | Qt::AlignBottom});
+        auto* label =
+            addLabel(spots.front().x, spots.front().y, tr("measured %1").arg(q(humanBandwidth(r))),
+                     spots.front().align, mc, 0.95);
+        addFloating(label, std::move(spots));
     }
     if (!measured_.isEmpty()) {
         auto* mg = addGraph();
