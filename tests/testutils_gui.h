@@ -5,6 +5,7 @@
 #include "ui/features.h"
 #include "ui/mainwindow.h"
 #include "ui/plotwidget.h"
+#include "ui/startup.h"
 
 #include <QApplication>
 #include <QCoreApplication>
@@ -26,6 +27,17 @@ namespace kvscope::test {
     f.setPointSizeF(10.5);
     QApplication::setFont(f);
     return qScopeGuard([before] { QApplication::setFont(before); });
+}
+
+/// `w` at `size`, shown and started from the command line `flags` as the app starts (the
+/// caller checks QTest::currentTestFailed() after).
+inline void startWindow(ui::MainWindow& w, const QStringList& flags, QSize size) {
+    const ui::StartupOptions o = ui::parseStartup(QStringList{QStringLiteral("kvscope")} + flags);
+    QVERIFY2(o.error.isEmpty(), qPrintable(o.error));
+    w.resize(size);
+    w.show();
+    QString err;
+    QVERIFY2(ui::applyStartup(w, o, &err), qPrintable(err));
 }
 
 /// A window that neither reads nor writes QSettings and does not animate, at 1600 x 1000.

@@ -14,7 +14,6 @@
 #include "ui/mainwindow.h"
 #include "ui/measure.h"
 #include "ui/rooflineplot.h"
-#include "ui/startup.h"
 #include "ui/stepplot.h"
 
 #include <QSignalSpy>
@@ -198,16 +197,12 @@ private Q_SLOTS:
     /// measured ceiling's label stays inside the plot, every label clear of points and lines.
     /// (At 1600x1000 the callout takes the top left and still touches the roof's label.)
     void measuredPointsKeepRoofLabelsApart() {
-        const QSize size(1920, 1080);
         const auto restore = appFontForScope();
-        StartupOptions o = parseStartup(
-            {QStringLiteral("kvscope"), QStringLiteral("--model"), QStringLiteral("llama-3-8b")});
-        QVERIFY2(o.error.isEmpty(), qPrintable(o.error));
         MainWindow w(MainWindow::Options{false, false});
-        w.resize(size);
-        w.show();
-        QString err;
-        QVERIFY2(applyStartup(w, o, &err), qPrintable(err));
+        startWindow(w, {QStringLiteral("--model"), QStringLiteral("llama-3-8b")},
+                    QSize(1920, 1080));
+        if (QTest::currentTestFailed())
+            return;
         QVector<MeasuredPoint> cpu;
         const double intensity[] = {1, 2, 4, 8, 16, 32},
                      achieved[] = {25e9, 50e9, 60e9, 110e9, 330e9, 520e9};

@@ -68,13 +68,10 @@ private Q_SLOTS:
         QFETCH(bool, dark);
         const auto restore = appFontForScope();
         applyTheme(dark ? ThemeMode::Dark : ThemeMode::Light);
-        StartupOptions o = parseStartup(QStringList{QStringLiteral("kvscope")} + flags);
-        QVERIFY2(o.error.isEmpty(), qPrintable(o.error));
         MainWindow w(MainWindow::Options{false, false});
-        w.resize(size);
-        w.show();
-        QString err;
-        QVERIFY2(applyStartup(w, o, &err), qPrintable(err));
+        startWindow(w, flags, size);
+        if (QTest::currentTestFailed())
+            return;
         w.renderNow();
         verifyPlotLabelsClear(w, 0);
     }
