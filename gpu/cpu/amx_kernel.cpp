@@ -161,10 +161,24 @@ template <int DV> KVSCOPE_AMX_TARGET void raiseMax(int grp, __m512 blockMax, Scr
         }
 }
 
+/// Where token pair p's interleaved row goes in V tiles at vv: row p % 16 of its 32-token
+/// chunk's tiles (tile t of the chunk at + t kTileB).
+template <int DV> inline std::uint16_t* pairRow(std::uint16_t* vv, int p) {
+    return vv + (p / 16) * (DV / 16) * kTileB + 32 * (p % 16);
+}
+
+/// Values 32b.. of a pair's two rows (x, y) interleaved into tiles 2b and 2b + 1 of its row d.
+KVSCOPE_AMX_TARGET inline __attribute__((always_inline)) void storePair(std::uint16_t* d, int b,
+                                                                        __m512i x, __m512i y) {
+    _mm512_storeu_si512(d + (2 * b) * kTileB, _mm512_unpacklo_epi16(x, y));
+    _mm512_storeu_si512(d + (2 * b + 1) * kTileB, _mm512_unpackhi_epi16(x, y));
+}
+
 /// The next block's V rows and K lines, the pair range each phase works through, and the buffer
 /// its interleaved V goes to. Why: the kernel reads a block's K (tile loads) and V (the
 /// interleave) at its start and then computes for about as long without a load, so from DRAM
 /// its time was its L2 time plus the memory time, or more (NOTES.md, "tenth session").
+/// Empty (pairs 0, vv null): no next block to work on.
 struct NextBlock {
     RowMap k, v;
     std::uint16_t* vv = nullptr;
@@ -176,14 +190,11 @@ struct NextBlock {
 /// Pair p of the next block: its V rows interleaved into nb.vv (as interleaveV does for a full
 /// bf16 block) and the lines of its two K rows prefetched into L1 for its score tiles.
 template <int DK, int DV> KVSCOPE_AMX_TARGET inline void nextPair(const NextBlock& nb, int p) {
-    std::uint16_t* d = nb.vv + (p / 16) * (DV / 16) * kTileB + 32 * (p % 16);
+    std::uint16_t* d = pairRow<DV>(nb.vv, p);
     const std::uint8_t* a = nb.v.row(2 * p);
-    for (int b = 0; b < DV / 32; ++b) {
-        const __m512i x = _mm512_loadu_si512(a + 64 * b);
-        const __m512i y = _mm512_loadu_si512(a + nb.v.stride + 64 * b); // row 2p + 1
-        _mm512_storeu_si512(d + (2 * b) * kTileB, _mm512_unpacklo_epi16(x, y));
-        _mm512_storeu_si512(d + (2 * b + 1) * kTileB, _mm512_unpackhi_epi16(x, y));
-    }
+    for (int b = 0; b < DV / 32; ++b) // row 2p + 1 is a stride on
+        storePair(d, b, _mm512_loadu_si512(a + 64 * b),
+                  _mm512_loadu_si512(a + nb.v.stride + 64 * b));
     const char* k = reinterpret_cast<const char*>(nb.k.row(2 * p));
     for (int l = 0; l < DK * 2 / 64; ++l) {
         _mm_prefetch(k + 64 * l, _MM_HINT_T0);
@@ -195,10 +206,10 @@ template <int DK, int DV> KVSCOPE_AMX_TARGET inline void nextPair(const NextBloc
 /// the P·V A tiles (sc.pa), and the sum of the rounded values.
 template <int DK, int DV>
 KVSCOPE_AMX_TARGET __attribute__((noinline)) void
-softmaxBlock(int grp, int n, int block, float scale, ScratchAmx& sc, const NextBlock* nb) {
+softmaxBlock(int grp, int n, int block, float scale, ScratchAmx& sc, const NextBlock next) {
     // This phase's share of the next block's pairs, at most one per token pair below, spread
     // evenly by a running count (a phase never has more pairs than the loop has iterations).
-    const NextBlock next = nb ? *nb : NextBlock{};
+    // `next` is a copy, so the compiler keeps its fields in registers across the stores.
     int p = next.first(2 * grp), due = 0;
     const int np = next.first(2 * grp + 1) - p, iters = 16 * ((n + 31) / 32);
     const float* st = sc.st.data() + grp * block * 16;
@@ -257,7 +268,7 @@ KVSCOPE_AMX_TARGET inline __m512i vChunk(const RowMap& v, int row, int n, int b,
 template <int DV> inline void zeroMissingPairs(int pairs, std::uint16_t* vv) {
     for (int p = pairs; p < 16 * ((pairs + 15) / 16); ++p)
         for (int b = 0; b < DV / 16; ++b)
-            std::memset(vv + ((p / 16) * (DV / 16) + b) * kTileB + 32 * (p % 16), 0, 64);
+            std::memset(pairRow<DV>(vv, p) + b * kTileB, 0, 64);
 }
 
 /// V rows of each token pair interleaved into B tiles (columns permuted as in the header):
@@ -269,7 +280,7 @@ KVSCOPE_AMX_TARGET __attribute__((noinline)) void interleaveV(const RowMap& v, i
     const Fp8Lut lut = fp8Lut();
     const int pairs = (n + 1) / 2;
     for (int p = 0; p < pairs; ++p) {
-        std::uint16_t* d = vv + (p / 16) * (DV / 16) * kTileB + 32 * (p % 16);
+        std::uint16_t* d = pairRow<DV>(vv, p);
         const bool full = 2 * p + 1 < n;
         for (int b = 0; b < DV / 32; ++b) {
             __m512i x, y;
@@ -280,8 +291,7 @@ KVSCOPE_AMX_TARGET __attribute__((noinline)) void interleaveV(const RowMap& v, i
                 x = vChunk(v, 2 * p, n, b, fp8, lut);
                 y = vChunk(v, 2 * p + 1, n, b, fp8, lut);
             }
-            _mm512_storeu_si512(d + (2 * b) * kTileB, _mm512_unpacklo_epi16(x, y));
-            _mm512_storeu_si512(d + (2 * b + 1) * kTileB, _mm512_unpackhi_epi16(x, y));
+            storePair(d, b, x, y);
         }
     }
     zeroMissingPairs<DV>(pairs, vv);
@@ -299,7 +309,7 @@ KVSCOPE_AMX_VBMI_TARGET __attribute__((noinline)) void interleaveVFp8Vbmi(const 
     const Fp8VbmiLut lut = fp8VbmiLut();
     const int pairs = (n + 1) / 2;
     for (int p = 0; p < pairs; ++p) {
-        std::uint16_t* d = vv + (p / 16) * (DV / 16) * kTileB + 32 * (p % 16);
+        std::uint16_t* d = pairRow<DV>(vv, p);
         const std::uint8_t* a = v.row(2 * p);
         const bool full = 2 * p + 1 < n;
         for (int b = 0; b < DV / 64; ++b) {
@@ -307,12 +317,8 @@ KVSCOPE_AMX_VBMI_TARGET __attribute__((noinline)) void interleaveVFp8Vbmi(const 
             fp8x64ToBf16Vbmi(_mm512_loadu_si512(a + 64 * b), lut, x[0], x[1]);
             if (full)
                 fp8x64ToBf16Vbmi(_mm512_loadu_si512(a + v.stride + 64 * b), lut, y[0], y[1]);
-            for (int h = 0; h < 2; ++h) {
-                _mm512_storeu_si512(d + (4 * b + 2 * h) * kTileB,
-                                    _mm512_unpacklo_epi16(x[h], y[h]));
-                _mm512_storeu_si512(d + (4 * b + 2 * h + 1) * kTileB,
-                                    _mm512_unpackhi_epi16(x[h], y[h]));
-            }
+            for (int h = 0; h < 2; ++h)
+                storePair(d, 2 * b + h, x[h], y[h]);
         }
     }
     zeroMissingPairs<DV>(pairs, vv);
@@ -324,10 +330,9 @@ KVSCOPE_AMX_VBMI_TARGET __attribute__((noinline)) void interleaveVFp8Vbmi(const 
 template <int DK, int DV>
 KVSCOPE_AMX_TARGET __attribute__((noinline)) void pvBlock(int grp, int chunks, int block,
                                                           const std::uint16_t* vv, ScratchAmx& sc,
-                                                          const NextBlock* nb) {
+                                                          const NextBlock next) {
     constexpr int NB = DV / 16;
     // This phase's share of the next block's pairs, a few per pair of output tiles.
-    const NextBlock next = nb ? *nb : NextBlock{};
     const int p0 = next.first(2 * grp + 1), np = next.first(2 * grp + 2) - p0;
     float* acc = sc.acc.data() + grp * NB * 256;
     const std::uint16_t* pa = sc.pa.data() + grp * (block / 32) * kTileB;
@@ -367,14 +372,11 @@ template <int DV> void finishRows(const SegmentBf16& sg, const ScratchAmx& sc) {
 
 /// KVSCOPE_CPU_SPREAD=0 keeps every block's memory work at its start (A/B).
 bool spreadEnabled() {
-    static const bool on = [] {
-        const char* e = std::getenv("KVSCOPE_CPU_SPREAD");
-        return !(e && std::strcmp(e, "0") == 0);
-    }();
+    static const bool on = cpuSwitchOn("KVSCOPE_CPU_SPREAD");
     return on;
 }
 
-/// Block i + 1's work to spread over block i, or none (vv null): at the last block, for fp8
+/// Block i + 1's work to spread over block i, or none (empty): at the last block, for fp8
 /// (its V is decoded by interleaveV) and for a partial block (padded by interleaveV).
 NextBlock nextBlock(const SegmentBf16& sg, const GatherPlan& gp, std::int64_t i, int block,
                     int groups, bool spread, std::uint16_t* vv) {
@@ -441,8 +443,8 @@ KVSCOPE_AMX_TARGET void attendAmxImpl(const SegmentBf16& sg, ScratchAmx& sc) {
             nextBlock(sg, gp, i, kBlock, groups, spread, sc.vv.data() + (1 - cur) * vvSize);
         vReady = nb.vv != nullptr;
         for (int grp = 0; grp < groups; ++grp) {
-            softmaxBlock<DK, DV>(grp, n, kBlock, sg.scoreScale, sc, vReady ? &nb : nullptr);
-            pvBlock<DK, DV>(grp, (n + 31) / 32, kBlock, vv, sc, vReady ? &nb : nullptr);
+            softmaxBlock<DK, DV>(grp, n, kBlock, sg.scoreScale, sc, nb);
+            pvBlock<DK, DV>(grp, (n + 31) / 32, kBlock, vv, sc, nb);
         }
         if (vReady)
             cur = 1 - cur;

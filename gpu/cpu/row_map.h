@@ -79,11 +79,13 @@ struct GatherPlan {
         return sg.t0 + (std::int64_t(1) << shift) * subLen;
     }
 };
+/// An A/B switch of the CPU kernels: on unless the environment variable is "0".
+inline bool cpuSwitchOn(const char* name) {
+    const char* e = std::getenv(name);
+    return !(e && std::strcmp(e, "0") == 0);
+}
 inline bool gatherEnabled() {
-    static const bool on = [] {
-        const char* e = std::getenv("KVSCOPE_CPU_GATHER");
-        return !(e && std::strcmp(e, "0") == 0);
-    }();
+    static const bool on = cpuSwitchOn("KVSCOPE_CPU_GATHER");
     return on;
 }
 template <class Seg>
