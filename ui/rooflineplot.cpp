@@ -453,18 +453,16 @@ void RooflinePlot::addMeasured(const Frame& f) {
     const bool dk = dark();
     const double bw = data_.bandwidthBytesPerS;
     const QColor mc = rankColor(3, dk);
-    if (ceilings_.readBytesPerS > 0) {
+    if (const double r = ceilings_.readBytesPerS; r > 0) {
         const double mp =
             ceilings_.peakFlopPerS > 0 ? ceilings_.peakFlopPerS : data_.peakBf16FlopPerS;
-        const double mr = mp / ceilings_.readBytesPerS;
         auto* mroof = addGraph();
-        mroof->setName(tr("measured ceiling %1").arg(q(humanBandwidth(ceilings_.readBytesPerS))));
-        mroof->setData({f.x0, mr, f.x1}, {ceilings_.readBytesPerS * f.x0, mp, mp}, true);
+        mroof->setName(tr("measured ceiling %1").arg(q(humanBandwidth(r))));
+        mroof->setData({f.x0, mp / r, f.x1}, {r * f.x0, mp, mp}, true);
         mroof->setPen(QPen(mc, 1.5, Qt::DashDotLine));
         // Its label runs under its slope like the HBM label, further along when the two
         // slopes nearly coincide (a GPU measured against its own datasheet), else over it (a
         // CPU's slope runs along the bottom of the plot).
-        const double r = ceilings_.readBytesPerS;
         std::vector<Spot> spots;
         const std::array<double, 2> under =
             r > bw / 3 ? std::array{14.0, 30.0} : std::array{1.6, 4.0};
