@@ -88,55 +88,6 @@ template <int DK> void prepareQ(const SegmentBf16& sg, int groups, ScratchAmx& s
         }
 }
 
-/// Raw scores of the block's n <= 32 tokens for every group into sc.st (token rows of 16
-/// lanes): two 16-token accumulators share each Q^T tile; the two K tiles alternate so a load
-/// does not wait for the product reading the other. Groups go in pairs where there are two
-/// (more than 16 query rows: every tile is 16 rows then), so each K tile is loaded once for 32
-/// query rows: accumulators 0, 1 and 4, 5, Q^T tiles 3 and 6.
-template <int DK>
-KVSCOPE_AMX_TARGET __attribute__((noinline)) void scoreBlock(const RowMap& k, int groups, int block,
-                                                             ScratchAmx& sc) {
-    constexpr int NKC = DK / 32;
-    auto qt = [&](int grp, int c) { return sc.qt.data() + (grp * NKC + c) * kTileB; };
-    auto st = [&](int grp, int h) { return sc.st.data() + (grp * block + h) * 16; };
-    int grp = 0;
-    for (; grp + 2 <= groups; grp += 2)
-        for (int h = 0; h < block; h += 32) {
-            _tile_zero(0);
-            _tile_zero(1);
-            _tile_zero(4);
-            _tile_zero(5);
-            for (int c = 0; c < NKC; ++c) {
-                _tile_loadd(3, qt(grp, c), 64);
-                _tile_loadd(6, qt(grp + 1, c), 64);
-                _tile_loadd(2, k.row(h) + c * 64, k.stride);
-                _tile_dpbf16ps(0, 2, 3);
-                _tile_dpbf16ps(4, 2, 6);
-                _tile_loadd(7, k.row(h + 16) + c * 64, k.stride);
-                _tile_dpbf16ps(1, 7, 3);
-                _tile_dpbf16ps(5, 7, 6);
-            }
-            _tile_stored(0, st(grp, h), 64);
-            _tile_stored(1, st(grp, h) + 256, 64);
-            _tile_stored(4, st(grp + 1, h), 64);
-            _tile_stored(5, st(grp + 1, h) + 256, 64);
-        }
-    for (; grp < groups; ++grp)
-        for (int h = 0; h < block; h += 32) {
-            _tile_zero(0);
-            _tile_zero(1);
-            for (int c = 0; c < NKC; ++c) {
-                _tile_loadd(3, qt(grp, c), 64);
-                _tile_loadd(2, k.row(h) + c * 64, k.stride);
-                _tile_dpbf16ps(0, 2, 3);
-                _tile_loadd(7, k.row(h + 16) + c * 64, k.stride);
-                _tile_dpbf16ps(1, 7, 3);
-            }
-            _tile_stored(0, st(grp, h), 64);
-            _tile_stored(1, st(grp, h) + 256, 64);
-        }
-}
-
 /// Raises the reference maximum of the lanes whose block maximum passed it by more than
 /// kRescaleLog2, and rescales their accumulators and sums (rare after the first block).
 template <int DV> KVSCOPE_AMX_TARGET void raiseMax(int grp, __m512 blockMax, ScratchAmx& sc) {
@@ -174,44 +125,123 @@ KVSCOPE_AMX_TARGET inline __attribute__((always_inline)) void storePair(std::uin
     _mm512_storeu_si512(d + (2 * b + 1) * kTileB, _mm512_unpackhi_epi16(x, y));
 }
 
-/// The next block's V rows and K lines, the pair range each phase works through, and the buffer
-/// its interleaved V goes to. Why: the kernel reads a block's K (tile loads) and V (the
-/// interleave) at its start and then computes for about as long without a load, so from DRAM
-/// its time was its L2 time plus the memory time, or more (NOTES.md, "tenth session").
+/// The next block's V rows, the token pairs further ahead to prefetch, the pair range each
+/// phase works through, and the buffer its interleaved V goes to. Why: the kernel reads a
+/// block's K (tile loads) and V (the interleave) at its start and then computes for about as
+/// long without a load, so from DRAM its time was its L2 time plus the memory time, or more
+/// (NOTES.md, "tenth session"). Here every phase of the block (scores, each group's softmax and
+/// P·V) takes its share of the next block's pairs: the pair's V rows are interleaved (demand
+/// loads) and the K and V lines of the pair `lead` pairs later are prefetched, so the loads
+/// reach the memory at an even rate, K and V in step, a short distance ahead of their use, as
+/// the read ceiling's best kernels read (NOTES.md, "eleventh session").
 /// Empty (pairs 0, vv null): no next block to work on.
 struct NextBlock {
     RowMap k, v;
     std::uint16_t* vv = nullptr;
     int pairs = 0, phases = 1; // pairs of the block, split evenly over `phases` calls
+    // Prefetch: token t >= 0 of the next block is at k0 + t rowBytes (K) and v0 + t rowBytes
+    // (V; null where V is K's first columns, MLA), contiguous up to `ahead` tokens.
+    const std::uint8_t *k0 = nullptr, *v0 = nullptr;
+    std::int64_t rowBytes = 0, ahead = 0;
+    int lead = 0;
     /// Phase ph's pairs [first, last).
     int first(int ph) const { return ph * pairs / phases; }
 };
 
 /// Pair p of the next block: its V rows interleaved into nb.vv (as interleaveV does for a full
-/// bf16 block) and the lines of its two K rows prefetched into L1 for its score tiles.
-template <int DK, int DV> KVSCOPE_AMX_TARGET inline void nextPair(const NextBlock& nb, int p) {
+/// bf16 block), and the K and V lines of pair p + nb.lead prefetched into L1.
+template <int DV> KVSCOPE_AMX_TARGET inline void nextPair(const NextBlock& nb, int p) {
     std::uint16_t* d = pairRow<DV>(nb.vv, p);
     const std::uint8_t* a = nb.v.row(2 * p);
     for (int b = 0; b < DV / 32; ++b) // row 2p + 1 is a stride on
         storePair(d, b, _mm512_loadu_si512(a + 64 * b),
                   _mm512_loadu_si512(a + nb.v.stride + 64 * b));
-    const char* k = reinterpret_cast<const char*>(nb.k.row(2 * p));
-    for (int l = 0; l < DK * 2 / 64; ++l) {
-        _mm_prefetch(k + 64 * l, _MM_HINT_T0);
-        _mm_prefetch(k + nb.k.stride + 64 * l, _MM_HINT_T0);
+    const std::int64_t t = 2 * std::int64_t(p + nb.lead);
+    if (t + 2 > nb.ahead)
+        return;
+    const std::int64_t lines = 2 * nb.rowBytes / 64, at = t * nb.rowBytes;
+    for (std::int64_t l = 0; l < lines; ++l) {
+        _mm_prefetch(reinterpret_cast<const char*>(nb.k0 + at) + 64 * l, _MM_HINT_T0);
+        if (nb.v0)
+            _mm_prefetch(reinterpret_cast<const char*>(nb.v0 + at) + 64 * l, _MM_HINT_T0);
     }
+}
+
+/// Calls nextPair for this phase's pairs of `next` spread over `iters` steps: step by step, a
+/// running count issues a pair whenever its share is due (at most one per step where the phase
+/// has no more pairs than steps).
+struct PairSpread {
+    int p = 0, np = 0, iters = 1, due = 0;
+    PairSpread(const NextBlock& next, int phase, int steps)
+        : p(next.first(phase)), np(next.first(phase + 1) - p), iters(steps) {}
+    template <int DV> KVSCOPE_AMX_TARGET inline void step(const NextBlock& next) {
+        for (due += np; due >= iters; due -= iters)
+            nextPair<DV>(next, p++);
+    }
+};
+
+/// Raw scores of the block's n <= 32 tokens for every group into sc.st (token rows of 16
+/// lanes): two 16-token accumulators share each Q^T tile; the two K tiles alternate so a load
+/// does not wait for the product reading the other. Groups go in pairs where there are two
+/// (more than 16 query rows: every tile is 16 rows then), so each K tile is loaded once for 32
+/// query rows: accumulators 0, 1 and 4, 5, Q^T tiles 3 and 6. Phase 0 of the next block's
+/// pairs is spread over the key chunks.
+template <int DK, int DV>
+KVSCOPE_AMX_TARGET __attribute__((noinline)) void scoreBlock(const RowMap& k, int groups, int block,
+                                                             ScratchAmx& sc, const NextBlock next) {
+    constexpr int NKC = DK / 32;
+    auto qt = [&](int grp, int c) { return sc.qt.data() + (grp * NKC + c) * kTileB; };
+    auto st = [&](int grp, int h) { return sc.st.data() + (grp * block + h) * 16; };
+    PairSpread spread(next, 0, (groups + 1) / 2 * (block / 32) * NKC);
+    int grp = 0;
+    for (; grp + 2 <= groups; grp += 2)
+        for (int h = 0; h < block; h += 32) {
+            _tile_zero(0);
+            _tile_zero(1);
+            _tile_zero(4);
+            _tile_zero(5);
+            for (int c = 0; c < NKC; ++c) {
+                spread.step<DV>(next);
+                _tile_loadd(3, qt(grp, c), 64);
+                _tile_loadd(6, qt(grp + 1, c), 64);
+                _tile_loadd(2, k.row(h) + c * 64, k.stride);
+                _tile_dpbf16ps(0, 2, 3);
+                _tile_dpbf16ps(4, 2, 6);
+                _tile_loadd(7, k.row(h + 16) + c * 64, k.stride);
+                _tile_dpbf16ps(1, 7, 3);
+                _tile_dpbf16ps(5, 7, 6);
+            }
+            _tile_stored(0, st(grp, h), 64);
+            _tile_stored(1, st(grp, h) + 256, 64);
+            _tile_stored(4, st(grp + 1, h), 64);
+            _tile_stored(5, st(grp + 1, h) + 256, 64);
+        }
+    for (; grp < groups; ++grp)
+        for (int h = 0; h < block; h += 32) {
+            _tile_zero(0);
+            _tile_zero(1);
+            for (int c = 0; c < NKC; ++c) {
+                spread.step<DV>(next);
+                _tile_loadd(3, qt(grp, c), 64);
+                _tile_loadd(2, k.row(h) + c * 64, k.stride);
+                _tile_dpbf16ps(0, 2, 3);
+                _tile_loadd(7, k.row(h + 16) + c * 64, k.stride);
+                _tile_dpbf16ps(1, 7, 3);
+            }
+            _tile_stored(0, st(grp, h), 64);
+            _tile_stored(1, st(grp, h) + 256, 64);
+        }
 }
 
 /// Online softmax of one group over the block: the reference maximum, bf16 probabilities as
 /// the P·V A tiles (sc.pa), and the sum of the rounded values.
-template <int DK, int DV>
+template <int DV>
 KVSCOPE_AMX_TARGET __attribute__((noinline)) void
 softmaxBlock(int grp, int n, int block, float scale, ScratchAmx& sc, const NextBlock next) {
-    // This phase's share of the next block's pairs, at most one per token pair below, spread
-    // evenly by a running count (a phase never has more pairs than the loop has iterations).
-    // `next` is a copy, so the compiler keeps its fields in registers across the stores.
-    int p = next.first(2 * grp), due = 0;
-    const int np = next.first(2 * grp + 1) - p, iters = 16 * ((n + 31) / 32);
+    // This phase's share of the next block's pairs, at most one per token pair below (a phase
+    // never has more pairs than the loop has iterations). `next` is a copy, so the compiler
+    // keeps its fields in registers across the stores.
+    PairSpread spread(next, 2 * grp + 1, 16 * ((n + 31) / 32));
     const float* st = sc.st.data() + grp * block * 16;
     const __m512 vs = _mm512_set1_ps(scale);
     __m512 mx = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
@@ -228,10 +258,7 @@ softmaxBlock(int grp, int n, int block, float scale, ScratchAmx& sc, const NextB
     for (int c = 0; 32 * c < n; ++c) {
         __m512i x[16]; // token pair 16c + i: (p[2i], p[2i + 1]) of every query row
         for (int i = 0; i < 16; ++i) {
-            if (np && (due += np) >= iters) {
-                due -= iters;
-                nextPair<DK, DV>(next, p++);
-            }
+            spread.step<DV>(next);
             const int t = 32 * c + 2 * i;
             const __m512 p0 =
                 t < n ? exp2Bf16Weights512(_mm512_fmsub_ps(_mm512_loadu_ps(st + 16 * t), vs, mRef))
@@ -327,13 +354,13 @@ KVSCOPE_AMX_VBMI_TARGET __attribute__((noinline)) void interleaveVFp8Vbmi(const 
 /// acc += P V for one group over the block's chunks of 32 tokens (V interleaved at vv): two
 /// output tiles per pass, loaded from and stored back to sc.acc, summed over the chunks in tile
 /// registers.
-template <int DK, int DV>
+template <int DV>
 KVSCOPE_AMX_TARGET __attribute__((noinline)) void pvBlock(int grp, int chunks, int block,
                                                           const std::uint16_t* vv, ScratchAmx& sc,
                                                           const NextBlock next) {
     constexpr int NB = DV / 16;
     // This phase's share of the next block's pairs, a few per pair of output tiles.
-    const int p0 = next.first(2 * grp + 1), np = next.first(2 * grp + 2) - p0;
+    PairSpread spread(next, 2 * grp + 2, NB / 2);
     float* acc = sc.acc.data() + grp * NB * 256;
     const std::uint16_t* pa = sc.pa.data() + grp * (block / 32) * kTileB;
     for (int b = 0; b < NB; b += 2) {
@@ -347,8 +374,7 @@ KVSCOPE_AMX_TARGET __attribute__((noinline)) void pvBlock(int grp, int chunks, i
             _tile_loadd(7, vt + kTileB, 64);
             _tile_dpbf16ps(5, 6, 7);
         }
-        for (int p = p0 + b * np / NB; p < p0 + (b + 2) * np / NB; ++p)
-            nextPair<DK, DV>(next, p);
+        spread.step<DV>(next);
         _tile_stored(4, acc + b * 256, 64);
         _tile_stored(5, acc + (b + 1) * 256, 64);
     }
@@ -377,7 +403,10 @@ bool spreadEnabled() {
 }
 
 /// Block i + 1's work to spread over block i, or none (empty): at the last block, for fp8
-/// (its V is decoded by interleaveV) and for a partial block (padded by interleaveV).
+/// (its V is decoded by interleaveV) and for a partial block (padded by interleaveV). Where the
+/// blocks from i + 1 on are contiguous, the pairs `lead` ahead are prefetched too: about 2 KiB
+/// ahead on each of the K and V streams (4 pairs at d 128 in bf16), where the read ceiling's
+/// best kernels prefetch 512-2048 bytes ahead.
 NextBlock nextBlock(const SegmentBf16& sg, const GatherPlan& gp, std::int64_t i, int block,
                     int groups, bool spread, std::uint16_t* vv) {
     if (!spread || i + 1 >= gp.count(sg))
@@ -385,7 +414,16 @@ NextBlock nextBlock(const SegmentBf16& sg, const GatherPlan& gp, std::int64_t i,
     const auto next = gp.tile(sg, i + 1);
     if (next.n != block)
         return {};
-    return {next.k, next.v, vv, block / 2, 2 * groups};
+    NextBlock nb{next.k, next.v, vv, block / 2, 2 * groups + 1};
+    if (i + 1 >= gp.tiles) {
+        const std::int64_t t = gp.tailStart(sg) + (i + 1 - gp.tiles) * block;
+        nb.k0 = sg.keys + t * sg.keyRowBytes;
+        nb.v0 = sg.values == sg.keys ? nullptr : sg.values + t * sg.valueRowBytes;
+        nb.rowBytes = sg.keyRowBytes;
+        nb.ahead = sg.t1 - t;
+        nb.lead = std::max<int>(1, int(2048 / (2 * sg.keyRowBytes)));
+    }
+    return nb;
 }
 
 template <int DK, int DV>
@@ -416,9 +454,12 @@ KVSCOPE_AMX_TARGET void attendAmxImpl(const SegmentBf16& sg, ScratchAmx& sc) {
     const bool spread = !fp8 && spreadEnabled();
     int cur = 0;         // this block's V is half `cur` of sc.vv
     bool vReady = false; // and already interleaved there
-    // Gathered blocks first (16 K and 16 V streams in step, row_map.h's gatherPlan), then
+    // Where the next block's loads are spread (bf16), the blocks are contiguous: K and V are
+    // two streams read in step, each a short prefetch distance ahead (NextBlock). Otherwise
+    // (fp8) gathered blocks first (16 K and 16 V streams in step, row_map.h's gatherPlan), then
     // the rest of the segment in contiguous blocks.
-    const GatherPlan gp = gatherPlan(sg, kBlock, kAmxGatherShift);
+    const GatherPlan gp = spread ? GatherPlan::contiguous(kBlock, kAmxGatherShift)
+                                 : gatherPlan(sg, kBlock, kAmxGatherShift);
     for (std::int64_t i = 0; i < gp.count(sg); ++i) {
         auto [k, v, n] = gp.tile(sg, i);
         bool vFp8 = fp8;
@@ -431,7 +472,6 @@ KVSCOPE_AMX_TARGET void attendAmxImpl(const SegmentBf16& sg, ScratchAmx& sc) {
                 vFp8 = false;
             }
         }
-        scoreBlock<DK>(k, groups, kBlock, sc);
         std::uint16_t* vv = sc.vv.data() + cur * vvSize;
         if (!vReady) {
             if (vbmiV)
@@ -441,10 +481,11 @@ KVSCOPE_AMX_TARGET void attendAmxImpl(const SegmentBf16& sg, ScratchAmx& sc) {
         }
         const NextBlock nb =
             nextBlock(sg, gp, i, kBlock, groups, spread, sc.vv.data() + (1 - cur) * vvSize);
+        scoreBlock<DK, DV>(k, groups, kBlock, sc, nb);
         vReady = nb.vv != nullptr;
         for (int grp = 0; grp < groups; ++grp) {
-            softmaxBlock<DK, DV>(grp, n, kBlock, sg.scoreScale, sc, nb);
-            pvBlock<DK, DV>(grp, (n + 31) / 32, kBlock, vv, sc, nb);
+            softmaxBlock<DV>(grp, n, kBlock, sg.scoreScale, sc, nb);
+            pvBlock<DV>(grp, (n + 31) / 32, kBlock, vv, sc, nb);
         }
         if (vReady)
             cur = 1 - cur;

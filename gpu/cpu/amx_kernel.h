@@ -33,10 +33,12 @@ bool amxEnabled();
 /// session"): g 1 30 / 10, g 2 17-22 / 17-20, g 4 20-22 / 31-38, g 8 18.5 / 61, g 32 43 / 252.
 /// From DRAM with gathered rows (the vdpbf16ps kernel reads 8 + 8 streams, the AMX one 16 + 16;
 /// "seventh session", paired, 2 threads, time per token vdpbf16ps / AMX): bf16 g 4 0.75-0.87,
-/// g 6 1.20, g 8 1.41-1.47; fp8 (decoded once per tile for all rows) g 4 1.11, g 8 2.0. So
-/// bf16 moves to AMX from 5 rows, fp8 from 4.
-constexpr std::int64_t amxMinRows(KvDtype dtype) {
-    return dtype == KvDtype::Fp8E4m3 ? 4 : 5;
+/// g 6 1.20, g 8 1.41-1.47; fp8 (decoded once per tile for all rows) g 4 1.11, g 8 2.0. Since
+/// the AMX kernel reads contiguous blocks a short prefetch distance ahead ("eleventh session";
+/// time over a 2-stream read of the same bytes, 2 threads from DRAM): bf16 g 3 AMX 1.13 /
+/// vdpbf16ps 1.14, g 4 1.17 / 1.35. So both dtypes move to AMX from 4 rows.
+constexpr std::int64_t amxMinRows(KvDtype) {
+    return 4;
 }
 /// The AMX kernel runs a stream of `rows` query rows of `dtype` KV: AMX enabled and rows >=
 /// amxMinRows(dtype), or any rows under KVSCOPE_CPU_KERNEL=amx (tests cover its small-group

@@ -78,6 +78,13 @@ struct GatherPlan {
     template <class Seg> std::int64_t tailStart(const Seg& sg) const {
         return sg.t0 + (std::int64_t(1) << shift) * subLen;
     }
+    /// Every tile contiguous.
+    static GatherPlan contiguous(int tileRows, int shift) {
+        GatherPlan g;
+        g.tileRows = tileRows;
+        g.shift = shift;
+        return g;
+    }
 };
 /// An A/B switch of the CPU kernels: on unless the environment variable is "0".
 inline bool cpuSwitchOn(const char* name) {
