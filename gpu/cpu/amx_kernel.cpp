@@ -88,15 +88,12 @@ template <int DK> void prepareQ(const SegmentBf16& sg, int groups, ScratchAmx& s
         }
 }
 
-/// Raises the reference maximum of the lanes whose block maximum passed it by more than
-/// kRescaleLog2, and rescales their accumulators and sums (rare after the first block).
-template <int DV> KVSCOPE_AMX_TARGET void raiseMax(int grp, __m512 blockMax, ScratchAmx& sc) {
+/// Raises the reference maximum of the lanes `up` to the block maximum, and rescales their
+/// accumulators and sums (the segment's first block, rarely after).
+template <int DV>
+KVSCOPE_AMX_TARGET void raiseMax(int grp, __m512 blockMax, __mmask16 up, ScratchAmx& sc) {
     float* m = sc.m.data() + grp * 16;
     const __m512 mOld = _mm512_loadu_ps(m);
-    const __mmask16 up =
-        _mm512_cmp_ps_mask(blockMax, _mm512_add_ps(mOld, _mm512_set1_ps(kRescaleLog2)), _CMP_GT_OQ);
-    if (!up)
-        return;
     const __m512 mNew = _mm512_mask_mov_ps(mOld, up, blockMax);
     _mm512_storeu_ps(m, mNew);
     alignas(64) float alpha[16]; // 1 where the maximum stays, ~0 on the first block
@@ -233,54 +230,72 @@ KVSCOPE_AMX_TARGET __attribute__((noinline)) void scoreBlock(const RowMap& k, in
         }
 }
 
-/// Online softmax of one group over the block: the reference maximum, bf16 probabilities as
-/// the P·V A tiles (sc.pa), and the sum of the rounded values.
+/// Online softmax of one group over the block: bf16 probabilities as the P·V A tiles (sc.pa)
+/// against the reference maximum, and the sum of the rounded values. The block maximum is
+/// taken in the same pass as the weights (one max per vector instead of a load and a max in a
+/// pass of its own): where it passed the reference by more than kRescaleLog2 (always on the
+/// segment's first block, rarely after), the reference is raised and the block done again.
 template <int DV>
 KVSCOPE_AMX_TARGET __attribute__((noinline)) void
 softmaxBlock(int grp, int n, int block, float scale, ScratchAmx& sc, const NextBlock next) {
     // This phase's share of the next block's pairs, at most one per token pair below (a phase
-    // never has more pairs than the loop has iterations). `next` is a copy, so the compiler
-    // keeps its fields in registers across the stores.
+    // never has more pairs than the loop has iterations), issued on the first pass only.
+    // `next` is a copy, so the compiler keeps its fields in registers across the stores.
     PairSpread spread(next, 2 * grp + 1, 16 * ((n + 31) / 32));
     const float* st = sc.st.data() + grp * block * 16;
+    float* m = sc.m.data() + grp * 16;
     const __m512 vs = _mm512_set1_ps(scale);
-    __m512 mx = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-    for (int t = 0; t < n; ++t)
-        mx = _mm512_max_ps(mx, _mm512_loadu_ps(st + 16 * t));
-    raiseMax<DV>(grp, _mm512_mul_ps(mx, vs), sc);
-    const __m512 mRef = _mm512_loadu_ps(sc.m.data() + grp * 16);
     alignas(64) static constexpr std::uint16_t kPairIdx[32] = {
         0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
         8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
     const __m512i pairIdx = _mm512_load_si512(kPairIdx);
-    const __m512i hiMask = _mm512_set1_epi32(int(0xffff0000u));
-    __m512 sum = _mm512_setzero_ps();
-    for (int c = 0; 32 * c < n; ++c) {
-        __m512i x[16]; // token pair 16c + i: (p[2i], p[2i + 1]) of every query row
-        for (int i = 0; i < 16; ++i) {
-            spread.step<DV>(next);
-            const int t = 32 * c + 2 * i;
-            const __m512 p0 =
-                t < n ? exp2Bf16Weights512(_mm512_fmsub_ps(_mm512_loadu_ps(st + 16 * t), vs, mRef))
-                      : _mm512_setzero_ps();
-            const __m512 p1 = t + 1 < n ? exp2Bf16Weights512(_mm512_fmsub_ps(
-                                              _mm512_loadu_ps(st + 16 * t + 16), vs, mRef))
-                                        : _mm512_setzero_ps();
-            const __m512bh pb = _mm512_cvtne2ps_pbh(p1, p0);
-            __m512i bits;
-            std::memcpy(&bits, &pb, sizeof bits);
-            x[i] = _mm512_permutexvar_epi16(pairIdx, bits);
-            sum = _mm512_add_ps(sum,
-                                _mm512_add_ps(_mm512_castsi512_ps(_mm512_slli_epi32(x[i], 16)),
-                                              _mm512_castsi512_ps(_mm512_and_si512(x[i], hiMask))));
-        }
-        transpose16(x); // x[r] = query row r's 32 probabilities, in token order
-        std::uint16_t* pa = sc.pa.data() + (grp * (block / 32) + c) * kTileB;
-        for (int r = 0; r < 16; ++r)
-            _mm512_storeu_si512(pa + 32 * r, x[r]);
+    const __m512bh ones = asBh(_mm512_set1_epi16(0x3f80)); // bf16 1.0
+    const __m512 ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+    if (m[0] == -std::numeric_limits<float>::infinity()) { // the segment's first block
+        __m512 mx = ninf;
+        for (int t = 0; t < n; ++t)
+            mx = _mm512_max_ps(mx, _mm512_loadu_ps(st + 16 * t));
+        raiseMax<DV>(grp, _mm512_mul_ps(mx, vs), 0xffff, sc);
     }
-    float* l = sc.l.data() + grp * 16;
-    _mm512_storeu_ps(l, _mm512_add_ps(_mm512_loadu_ps(l), sum));
+    for (bool first = true;; first = false) {
+        const __m512 mRef = _mm512_loadu_ps(m);
+        __m512 sum = _mm512_setzero_ps(), top = ninf; // top: max of the exponents
+        for (int c = 0; 32 * c < n; ++c) {
+            __m512i x[16]; // token pair 16c + i: (p[2i], p[2i + 1]) of every query row
+            for (int i = 0; i < 16; ++i) {
+                if (first)
+                    spread.step<DV>(next);
+                const int t = 32 * c + 2 * i;
+                __m512 p0 = _mm512_setzero_ps(), p1 = p0;
+                if (t < n) {
+                    const __m512 e = _mm512_fmsub_ps(_mm512_loadu_ps(st + 16 * t), vs, mRef);
+                    top = _mm512_max_ps(top, e);
+                    p0 = exp2Bf16Weights512(e);
+                }
+                if (t + 1 < n) {
+                    const __m512 e = _mm512_fmsub_ps(_mm512_loadu_ps(st + 16 * t + 16), vs, mRef);
+                    top = _mm512_max_ps(top, e);
+                    p1 = exp2Bf16Weights512(e);
+                }
+                const __m512bh pb = _mm512_cvtne2ps_pbh(p1, p0);
+                __m512i bits;
+                std::memcpy(&bits, &pb, sizeof bits);
+                x[i] = _mm512_permutexvar_epi16(pairIdx, bits);
+                sum = _mm512_dpbf16_ps(sum, asBh(x[i]), ones); // the two rounded weights
+            }
+            transpose16(x); // x[r] = query row r's 32 probabilities, in token order
+            std::uint16_t* pa = sc.pa.data() + (grp * (block / 32) + c) * kTileB;
+            for (int r = 0; r < 16; ++r)
+                _mm512_storeu_si512(pa + 32 * r, x[r]);
+        }
+        const __mmask16 up = _mm512_cmp_ps_mask(top, _mm512_set1_ps(kRescaleLog2), _CMP_GT_OQ);
+        if (!up) {
+            float* l = sc.l.data() + grp * 16;
+            _mm512_storeu_ps(l, _mm512_add_ps(_mm512_loadu_ps(l), sum));
+            return;
+        }
+        raiseMax<DV>(grp, _mm512_add_ps(top, mRef), up, sc); // the raised lanes' top is ~0 now
+    }
 }
 
 /// 32 values of V row `row` from column 32b: bf16 loaded, fp8 decoded; zero past n.
