@@ -142,25 +142,33 @@ struct NextBlock {
     std::int64_t rowBytes = 0, ahead = 0;
     int lead = 0;
     /// Phase ph's pairs [first, last).
-    int first(int ph) const { return ph * pairs / phases; }
+    int skip = 0; // phases before the first that gets pairs
+    int first(int ph) const { return std::max(0, ph - skip) * pairs / (phases - skip); }
 };
 
 /// Pair p of the next block: its V rows interleaved into nb.vv (as interleaveV does for a full
 /// bf16 block), and the K and V lines of pair p + nb.lead prefetched into L1.
-template <int DV> KVSCOPE_AMX_TARGET inline void nextPair(const NextBlock& nb, int p) {
+template <int DK, int DV> KVSCOPE_AMX_TARGET inline void nextPair(const NextBlock& nb, int p) {
     std::uint16_t* d = pairRow<DV>(nb.vv, p);
     const std::uint8_t* a = nb.v.row(2 * p);
     for (int b = 0; b < DV / 32; ++b) // row 2p + 1 is a stride on
         storePair(d, b, _mm512_loadu_si512(a + 64 * b),
                   _mm512_loadu_si512(a + nb.v.stride + 64 * b));
+    if (!nb.k0) { // gathered blocks (MLA): the pair's two K rows, for the next block's scores
+        const char* k = reinterpret_cast<const char*>(nb.k.row(2 * p));
+        for (int l = 0; l < DK * 2 / 64; ++l) {
+            _mm_prefetch(k + 64 * l, _MM_HINT_T0);
+            _mm_prefetch(k + nb.k.stride + 64 * l, _MM_HINT_T0);
+        }
+        return;
+    }
     const std::int64_t t = 2 * std::int64_t(p + nb.lead);
     if (t + 2 > nb.ahead)
         return;
     const std::int64_t lines = 2 * nb.rowBytes / 64, at = t * nb.rowBytes;
     for (std::int64_t l = 0; l < lines; ++l) {
         _mm_prefetch(reinterpret_cast<const char*>(nb.k0 + at) + 64 * l, _MM_HINT_T0);
-        if (nb.v0)
-            _mm_prefetch(reinterpret_cast<const char*>(nb.v0 + at) + 64 * l, _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(nb.v0 + at) + 64 * l, _MM_HINT_T0);
     }
 }
 
@@ -171,9 +179,9 @@ struct PairSpread {
     int p = 0, np = 0, iters = 1, due = 0;
     PairSpread(const NextBlock& next, int phase, int steps)
         : p(next.first(phase)), np(next.first(phase + 1) - p), iters(steps) {}
-    template <int DV> KVSCOPE_AMX_TARGET inline void step(const NextBlock& next) {
+    template <int DK, int DV> KVSCOPE_AMX_TARGET inline void step(const NextBlock& next) {
         for (due += np; due >= iters; due -= iters)
-            nextPair<DV>(next, p++);
+            nextPair<DK, DV>(next, p++);
     }
 };
 
@@ -198,7 +206,7 @@ KVSCOPE_AMX_TARGET __attribute__((noinline)) void scoreBlock(const RowMap& k, in
             _tile_zero(4);
             _tile_zero(5);
             for (int c = 0; c < NKC; ++c) {
-                spread.step<DV>(next);
+                spread.step<DK, DV>(next);
                 _tile_loadd(3, qt(grp, c), 64);
                 _tile_loadd(6, qt(grp + 1, c), 64);
                 _tile_loadd(2, k.row(h) + c * 64, k.stride);
@@ -218,7 +226,7 @@ KVSCOPE_AMX_TARGET __attribute__((noinline)) void scoreBlock(const RowMap& k, in
             _tile_zero(0);
             _tile_zero(1);
             for (int c = 0; c < NKC; ++c) {
-                spread.step<DV>(next);
+                spread.step<DK, DV>(next);
                 _tile_loadd(3, qt(grp, c), 64);
                 _tile_loadd(2, k.row(h) + c * 64, k.stride);
                 _tile_dpbf16ps(0, 2, 3);
@@ -235,7 +243,7 @@ KVSCOPE_AMX_TARGET __attribute__((noinline)) void scoreBlock(const RowMap& k, in
 /// taken in the same pass as the weights (one max per vector instead of a load and a max in a
 /// pass of its own): where it passed the reference by more than kRescaleLog2 (always on the
 /// segment's first block, rarely after), the reference is raised and the block done again.
-template <int DV>
+template <int DK, int DV>
 KVSCOPE_AMX_TARGET __attribute__((noinline)) void
 softmaxBlock(int grp, int n, int block, float scale, ScratchAmx& sc, const NextBlock next) {
     // This phase's share of the next block's pairs, at most one per token pair below (a phase
@@ -259,12 +267,12 @@ softmaxBlock(int grp, int n, int block, float scale, ScratchAmx& sc, const NextB
     }
     for (bool first = true;; first = false) {
         const __m512 mRef = _mm512_loadu_ps(m);
-        __m512 sum = _mm512_setzero_ps(), top = ninf; // top: max of the exponents
+        __m512 sum[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()}, top = ninf; // top: max exponent
         for (int c = 0; 32 * c < n; ++c) {
             __m512i x[16]; // token pair 16c + i: (p[2i], p[2i + 1]) of every query row
             for (int i = 0; i < 16; ++i) {
                 if (first)
-                    spread.step<DV>(next);
+                    spread.step<DK, DV>(next);
                 const int t = 32 * c + 2 * i;
                 __m512 p0 = _mm512_setzero_ps(), p1 = p0;
                 if (t < n) {
@@ -281,7 +289,7 @@ softmaxBlock(int grp, int n, int block, float scale, ScratchAmx& sc, const NextB
                 __m512i bits;
                 std::memcpy(&bits, &pb, sizeof bits);
                 x[i] = _mm512_permutexvar_epi16(pairIdx, bits);
-                sum = _mm512_dpbf16_ps(sum, asBh(x[i]), ones); // the two rounded weights
+                sum[i & 1] = _mm512_dpbf16_ps(sum[i & 1], asBh(x[i]), ones); // the rounded weights
             }
             transpose16(x); // x[r] = query row r's 32 probabilities, in token order
             std::uint16_t* pa = sc.pa.data() + (grp * (block / 32) + c) * kTileB;
@@ -291,7 +299,7 @@ softmaxBlock(int grp, int n, int block, float scale, ScratchAmx& sc, const NextB
         const __mmask16 up = _mm512_cmp_ps_mask(top, _mm512_set1_ps(kRescaleLog2), _CMP_GT_OQ);
         if (!up) {
             float* l = sc.l.data() + grp * 16;
-            _mm512_storeu_ps(l, _mm512_add_ps(_mm512_loadu_ps(l), sum));
+            _mm512_storeu_ps(l, _mm512_add_ps(_mm512_loadu_ps(l), _mm512_add_ps(sum[0], sum[1])));
             return;
         }
         raiseMax<DV>(grp, _mm512_add_ps(top, mRef), up, sc); // the raised lanes' top is ~0 now
@@ -369,7 +377,7 @@ KVSCOPE_AMX_VBMI_TARGET __attribute__((noinline)) void interleaveVFp8Vbmi(const 
 /// acc += P V for one group over the block's chunks of 32 tokens (V interleaved at vv): two
 /// output tiles per pass, loaded from and stored back to sc.acc, summed over the chunks in tile
 /// registers.
-template <int DV>
+template <int DK, int DV>
 KVSCOPE_AMX_TARGET __attribute__((noinline)) void pvBlock(int grp, int chunks, int block,
                                                           const std::uint16_t* vv, ScratchAmx& sc,
                                                           const NextBlock next) {
@@ -389,7 +397,7 @@ KVSCOPE_AMX_TARGET __attribute__((noinline)) void pvBlock(int grp, int chunks, i
             _tile_loadd(7, vt + kTileB, 64);
             _tile_dpbf16ps(5, 6, 7);
         }
-        spread.step<DV>(next);
+        spread.step<DK, DV>(next);
         _tile_stored(4, acc + b * 256, 64);
         _tile_stored(5, acc + (b + 1) * 256, 64);
     }
@@ -430,10 +438,12 @@ NextBlock nextBlock(const SegmentBf16& sg, const GatherPlan& gp, std::int64_t i,
     if (next.n != block)
         return {};
     NextBlock nb{next.k, next.v, vv, block / 2, 2 * groups + 1};
-    if (i + 1 >= gp.tiles) {
+    if (sg.values == sg.keys)
+        nb.skip = 1;
+    if (i + 1 >= gp.tiles && sg.values != sg.keys) {
         const std::int64_t t = gp.tailStart(sg) + (i + 1 - gp.tiles) * block;
         nb.k0 = sg.keys + t * sg.keyRowBytes;
-        nb.v0 = sg.values == sg.keys ? nullptr : sg.values + t * sg.valueRowBytes;
+        nb.v0 = sg.values + t * sg.valueRowBytes;
         nb.rowBytes = sg.keyRowBytes;
         nb.ahead = sg.t1 - t;
         nb.lead = std::max<int>(1, int(2048 / (2 * sg.keyRowBytes)));
@@ -473,8 +483,8 @@ KVSCOPE_AMX_TARGET void attendAmxImpl(const SegmentBf16& sg, ScratchAmx& sc) {
     // two streams read in step, each a short prefetch distance ahead (NextBlock). Otherwise
     // (fp8) gathered blocks first (16 K and 16 V streams in step, row_map.h's gatherPlan), then
     // the rest of the segment in contiguous blocks.
-    const GatherPlan gp = spread ? GatherPlan::contiguous(kBlock, kAmxGatherShift)
-                                 : gatherPlan(sg, kBlock, kAmxGatherShift);
+    const GatherPlan gp = spread && !mla ? GatherPlan::contiguous(kBlock, kAmxGatherShift)
+                                         : gatherPlan(sg, kBlock, kAmxGatherShift);
     for (std::int64_t i = 0; i < gp.count(sg); ++i) {
         auto [k, v, n] = gp.tile(sg, i);
         bool vFp8 = fp8;
@@ -499,8 +509,8 @@ KVSCOPE_AMX_TARGET void attendAmxImpl(const SegmentBf16& sg, ScratchAmx& sc) {
         scoreBlock<DK, DV>(k, groups, kBlock, sc, nb);
         vReady = nb.vv != nullptr;
         for (int grp = 0; grp < groups; ++grp) {
-            softmaxBlock<DV>(grp, n, kBlock, sg.scoreScale, sc, nb);
-            pvBlock<DV>(grp, (n + 31) / 32, kBlock, vv, sc, nb);
+            softmaxBlock<DK, DV>(grp, n, kBlock, sg.scoreScale, sc, nb);
+            pvBlock<DK, DV>(grp, (n + 31) / 32, kBlock, vv, sc, nb);
         }
         if (vReady)
             cur = 1 - cur;
