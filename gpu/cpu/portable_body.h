@@ -290,11 +290,19 @@ KVSCOPE_PK_INLINE void softmaxWide(std::int64_t n, std::int64_t rPad, int v, Scr
     storeW<W>(sc.l.data() + v * W, loadW<W>(sc.l.data() + v * W) * alpha + sum);
 }
 
+/// The next tile's K and V rows, prefetched into L1 a token at a time during this tile's first
+/// P V pass, so its loads reach the memory at an even rate while this tile computes (as the
+/// bf16 kernels do; NOTES.md, "eleventh session"). lines 0: nothing to prefetch.
+struct NextTile {
+    RowMap k, v;
+    int lines = 0;
+};
+
 /// O = alpha O + P V for RB rows from r0, PC output vectors per pass: each V vector loaded once
 /// feeds RB rows' accumulators. Row r's probability of token i is sc.p[r·pRow + i·pTok].
 template <int W, int DV, int RB, KvDtype S>
 KVSCOPE_PK_INLINE void pvRows(const TileRows& v, std::int64_t n, std::int64_t r0, std::int64_t pRow,
-                              std::int64_t pTok, Scratch& sc) {
+                              std::int64_t pTok, Scratch& sc, const NextTile& next) {
     using F = typename Lanes<W>::F;
     constexpr int NV = DV / W, PC = NV < Blocking<W>::PC ? NV : Blocking<W>::PC;
     static_assert(NV % PC == 0, "P V pass shape");
@@ -316,6 +324,11 @@ KVSCOPE_PK_INLINE void pvRows(const TileRows& v, std::int64_t n, std::int64_t r0
             for (int r = 0; r < RB; ++r)
                 p[r] = splatW<W>(pr[r][i * pTok]);
             const std::uint8_t* vr = v.row[i];
+            if (cb == 0)
+                for (int l = 0; l < next.lines; ++l) {
+                    __builtin_prefetch(next.k.row(int(i)) + 64 * l, 0, 3);
+                    __builtin_prefetch(next.v.row(int(i)) + 64 * l, 0, 3);
+                }
             for (int j = 0; j < PC; ++j) {
                 const F vj = loadRowW<W, S>(vr, (cb + j) * W);
                 for (int r = 0; r < RB; ++r)
@@ -328,20 +341,21 @@ KVSCOPE_PK_INLINE void pvRows(const TileRows& v, std::int64_t n, std::int64_t r0
     }
 }
 
-/// P V for every row, RB rows at a time, then one block of the remaining rows (RB <= 3).
+/// P V for every row, RB rows at a time, then one block of the remaining rows (RB <= 3); the
+/// first pass prefetches the next tile.
 template <int W, int DV, int RB, KvDtype S>
 KVSCOPE_PK_INLINE void pvAllRows(const TileRows& v, std::int64_t n, std::int64_t nRows,
-                                 std::int64_t pRow, std::int64_t pTok, Scratch& sc) {
+                                 std::int64_t pRow, std::int64_t pTok, Scratch& sc, NextTile next) {
     std::int64_t r0 = 0;
-    for (; r0 + RB <= nRows; r0 += RB)
-        pvRows<W, DV, RB, S>(v, n, r0, pRow, pTok, sc);
+    for (; r0 + RB <= nRows; r0 += RB, next.lines = 0)
+        pvRows<W, DV, RB, S>(v, n, r0, pRow, pTok, sc, next);
     if constexpr (RB > 2) {
         if (nRows - r0 == 2)
-            pvRows<W, DV, 2, S>(v, n, r0, pRow, pTok, sc);
+            pvRows<W, DV, 2, S>(v, n, r0, pRow, pTok, sc, next);
     }
     if constexpr (RB > 1) {
         if (nRows - r0 == 1)
-            pvRows<W, DV, 1, S>(v, n, r0, pRow, pTok, sc);
+            pvRows<W, DV, 1, S>(v, n, r0, pRow, pTok, sc, next);
     }
 }
 
@@ -360,12 +374,12 @@ template <int DV> KVSCOPE_PK_INLINE void finishRows(const Segment& sg, const Scr
 /// One tile in the narrow layout, K and V rows stored as S: scores, softmax per row, P V.
 template <int W, int DK, int DV, KvDtype S>
 KVSCOPE_PK_INLINE void narrowTile(const Segment& sg, const TileRows& k, const TileRows& v,
-                                  std::int64_t n, Scratch& sc) {
+                                  std::int64_t n, Scratch& sc, const NextTile& next) {
     const std::int64_t R = sg.rows;
     scoreAllRows<W, DK, Blocking<W>::SR, S>(sg.q, 0, R, k, sc.s.data());
     for (std::int64_t r = 0; r < R; ++r)
         softmaxRow<W>(n, r, sc);
-    pvAllRows<W, DV, Blocking<W>::PR, S>(v, n, R, kTileTokens, 1, sc);
+    pvAllRows<W, DV, Blocking<W>::PR, S>(v, n, R, kTileTokens, 1, sc, next);
 }
 
 /// Whether a stream's K (V) rows are read from the cache itself rather than from a tile decoded
@@ -431,23 +445,29 @@ KVSCOPE_PK_INLINE void attendPortable(const Segment& sg, Scratch& sc) {
             decodeTile<W, DV>(sg.dtype, at.v, n, sc.v.data());
             scratchRows(sc.v.data(), DV, vr);
         }
+        NextTile next; // a full next tile (a partial last one is read row by row)
+        if (i + 1 < gp.count(sg)) {
+            const GatherPlan::Tile nt = gp.tile(sg, i + 1);
+            if (nt.n == T && n == T)
+                next = {nt.k, shared ? nt.k : nt.v, int((sg.keyRowBytes + 63) / 64)};
+        }
         if (wide) { // K decoded, V fp32 (decoded or in the cache)
             scoreTileWide<W, DK>(kf, sc.qt.data(), rPad, sc.s.data());
             for (int v = 0; v < int(rPad / W); ++v)
                 softmaxWide<W>(n, rPad, v, sc);
-            pvAllRows<W, DV, Blocking<W>::PR, KvDtype::Fp32>(vr, n, R, 1, rPad, sc);
+            pvAllRows<W, DV, Blocking<W>::PR, KvDtype::Fp32>(vr, n, R, 1, rPad, sc, next);
             continue;
         }
         switch (kDirect ? sg.dtype : KvDtype::Fp32) { // narrow: K and V both direct or not
         case KvDtype::Fp16:
             if constexpr (W >= 8)
-                narrowTile<W, DK, DV, KvDtype::Fp16>(sg, kr, vr, n, sc);
+                narrowTile<W, DK, DV, KvDtype::Fp16>(sg, kr, vr, n, sc, next);
             break;
         case KvDtype::Bf16:
-            narrowTile<W, DK, DV, KvDtype::Bf16>(sg, kr, vr, n, sc);
+            narrowTile<W, DK, DV, KvDtype::Bf16>(sg, kr, vr, n, sc, next);
             break;
         default:
-            narrowTile<W, DK, DV, KvDtype::Fp32>(sg, kr, vr, n, sc);
+            narrowTile<W, DK, DV, KvDtype::Fp32>(sg, kr, vr, n, sc, next);
             break;
         }
     }
