@@ -149,14 +149,17 @@ struct NextBlock {
 /// Pair p of the next block: its V rows interleaved into nb.vv (as interleaveV does for a full
 /// bf16 block), and the K and V lines of pair p + nb.lead prefetched into L1.
 template <int DK, int DV> KVSCOPE_AMX_TARGET inline void nextPair(const NextBlock& nb, int p) {
-    std::uint16_t* d = pairRow<DV>(nb.vv, p);
-    const std::uint8_t* a = nb.v.row(2 * p);
-    for (int b = 0; b < DV / 32; ++b) // row 2p + 1 is a stride on
-        storePair(d, b, _mm512_loadu_si512(a + 64 * b),
-                  _mm512_loadu_si512(a + nb.v.stride + 64 * b));
+    if (nb.vv) {
+        std::uint16_t* d = pairRow<DV>(nb.vv, p);
+        const std::uint8_t* a = nb.v.row(2 * p);
+        for (int b = 0; b < DV / 32; ++b) // row 2p + 1 is a stride on
+            storePair(d, b, _mm512_loadu_si512(a + 64 * b),
+                      _mm512_loadu_si512(a + nb.v.stride + 64 * b));
+    }
+    const std::int64_t lines = (nb.rowBytes + 63) / 64;
     if (!nb.k0) { // gathered blocks (MLA): the pair's two K rows, for the next block's scores
         const char* k = reinterpret_cast<const char*>(nb.k.row(2 * p));
-        for (int l = 0; l < DK * 2 / 64; ++l) {
+        for (std::int64_t l = 0; l < lines; ++l) {
             _mm_prefetch(k + 64 * l, _MM_HINT_T0);
             _mm_prefetch(k + nb.k.stride + 64 * l, _MM_HINT_T0);
         }
@@ -165,8 +168,8 @@ template <int DK, int DV> KVSCOPE_AMX_TARGET inline void nextPair(const NextBloc
     const std::int64_t t = 2 * std::int64_t(p + nb.lead);
     if (t + 2 > nb.ahead)
         return;
-    const std::int64_t lines = 2 * nb.rowBytes / 64, at = t * nb.rowBytes;
-    for (std::int64_t l = 0; l < lines; ++l) {
+    const std::int64_t at = t * nb.rowBytes;
+    for (std::int64_t l = 0; l < 2 * lines; ++l) {
         _mm_prefetch(reinterpret_cast<const char*>(nb.k0 + at) + 64 * l, _MM_HINT_T0);
         _mm_prefetch(reinterpret_cast<const char*>(nb.v0 + at) + 64 * l, _MM_HINT_T0);
     }
@@ -425,28 +428,30 @@ bool spreadEnabled() {
     return on;
 }
 
-/// Block i + 1's work to spread over block i, or none (empty): at the last block, for fp8
-/// (its V is decoded by interleaveV) and for a partial block (padded by interleaveV). Where the
-/// blocks from i + 1 on are contiguous, the pairs `lead` ahead are prefetched too: about 2 KiB
-/// ahead on each of the K and V streams (4 pairs at d 128 in bf16), where the read ceiling's
-/// best kernels prefetch 512-2048 bytes ahead.
+/// Block i + 1's work to spread over block i, or none (empty): at the last block and for a
+/// partial block (padded by interleaveV). bf16 GQA (`vv`): its V pairs are interleaved into vv,
+/// and with contiguous blocks the pairs `lead` ahead are prefetched: about 2 KiB ahead on each
+/// of the K and V streams (4 pairs at d 128), where the read ceiling's best kernels prefetch
+/// 512-2048 bytes ahead. fp8 (no vv: its block is decoded at its start): the pairs themselves
+/// are prefetched. MLA (gathered): the pairs' K rows are prefetched, over the softmax and P·V
+/// only (with the scores' share too it ran 1.05-1.10x the time).
 NextBlock nextBlock(const SegmentBf16& sg, const GatherPlan& gp, std::int64_t i, int block,
-                    int groups, bool spread, std::uint16_t* vv) {
-    if (!spread || i + 1 >= gp.count(sg))
+                    int groups, std::uint16_t* vv) {
+    if (i + 1 >= gp.count(sg))
         return {};
     const auto next = gp.tile(sg, i + 1);
     if (next.n != block)
         return {};
     NextBlock nb{next.k, next.v, vv, block / 2, 2 * groups + 1};
-    if (sg.values == sg.keys)
+    nb.rowBytes = sg.keyRowBytes;
+    if (sg.values == sg.keys) {
         nb.skip = 1;
-    if (i + 1 >= gp.tiles && sg.values != sg.keys) {
+    } else if (i + 1 >= gp.tiles) {
         const std::int64_t t = gp.tailStart(sg) + (i + 1 - gp.tiles) * block;
         nb.k0 = sg.keys + t * sg.keyRowBytes;
         nb.v0 = sg.values + t * sg.valueRowBytes;
-        nb.rowBytes = sg.keyRowBytes;
         nb.ahead = sg.t1 - t;
-        nb.lead = std::max<int>(1, int(2048 / (2 * sg.keyRowBytes)));
+        nb.lead = vv ? std::max<int>(1, int(2048 / (2 * sg.keyRowBytes))) : 0;
     }
     return nb;
 }
@@ -476,13 +481,13 @@ KVSCOPE_AMX_TARGET void attendAmxImpl(const SegmentBf16& sg, ScratchAmx& sc) {
     // members swapped per block, the kernel ran 1.3-1.7x slower in L2 on the Intel VM whenever
     // the two members were declared next to each other (the code differed only in member
     // offsets; the cause was not found).
-    const bool spread = !fp8 && spreadEnabled();
+    const bool spread = spreadEnabled();
     int cur = 0;         // this block's V is half `cur` of sc.vv
     bool vReady = false; // and already interleaved there
-    // Where the next block's loads are spread (bf16), the blocks are contiguous: K and V are
-    // two streams read in step, each a short prefetch distance ahead (NextBlock). Otherwise
-    // (fp8) gathered blocks first (16 K and 16 V streams in step, row_map.h's gatherPlan), then
-    // the rest of the segment in contiguous blocks.
+    // GQA blocks are contiguous where the next block's loads are spread: K and V are two
+    // streams read in step, each a short prefetch distance ahead (NextBlock). MLA, or with
+    // KVSCOPE_CPU_SPREAD=0: gathered blocks first (16 K and 16 V streams in step, row_map.h's
+    // gatherPlan), then the rest of the segment in contiguous blocks.
     const GatherPlan gp = spread && !mla ? GatherPlan::contiguous(kBlock, kAmxGatherShift)
                                          : gatherPlan(sg, kBlock, kAmxGatherShift);
     for (std::int64_t i = 0; i < gp.count(sg); ++i) {
@@ -505,7 +510,9 @@ KVSCOPE_AMX_TARGET void attendAmxImpl(const SegmentBf16& sg, ScratchAmx& sc) {
                 interleaveV<DV>(v, n, vFp8, vv);
         }
         const NextBlock nb =
-            nextBlock(sg, gp, i, kBlock, groups, spread, sc.vv.data() + (1 - cur) * vvSize);
+            spread ? nextBlock(sg, gp, i, kBlock, groups,
+                               fp8 ? nullptr : sc.vv.data() + (1 - cur) * vvSize)
+                   : NextBlock{};
         scoreBlock<DK, DV>(k, groups, kBlock, sc, nb);
         vReady = nb.vv != nullptr;
         for (int grp = 0; grp < groups; ++grp) {
