@@ -71,20 +71,23 @@ constexpr int blockTokens(int valueDim, int groups) {
     return valueDim >= 512 || groups > 1 ? 64 : 32;
 }
 
-/// Q^T as B tiles: tile (grp, c) row k, lane n = (q[16 grp + n][32c + 2k], [.. + 1]); query rows
-/// past the stream's are zero.
-template <int DK> void prepareQ(const SegmentBf16& sg, int groups, ScratchAmx& sc) {
+/// Q^T as B tiles: tile (grp, c) row k, lane n = (q[16 grp + n][32c + 2k], [.. + 1]), a 16 x 16
+/// dword transpose of each group's chunk; query rows past the stream's are zero.
+template <int DK>
+KVSCOPE_AMX_TARGET void prepareQ(const SegmentBf16& sg, int groups, ScratchAmx& sc) {
     constexpr int NKC = DK / 32;
-    sc.qt.assign(std::size_t(groups * NKC * kTileB), 0);
+    sc.qt.resize(std::size_t(groups * NKC * kTileB));
     for (int grp = 0; grp < groups; ++grp)
-        for (int n = 0; n < 16 && grp * 16 + n < sg.rows; ++n) {
-            const std::uint16_t* q = sg.q + (grp * 16 + n) * std::int64_t(DK);
-            for (int c = 0; c < NKC; ++c)
-                for (int k = 0; k < 16; ++k) {
-                    std::uint16_t* d = sc.qt.data() + (grp * NKC + c) * kTileB + k * 32 + 2 * n;
-                    d[0] = q[32 * c + 2 * k];
-                    d[1] = q[32 * c + 2 * k + 1];
-                }
+        for (int c = 0; c < NKC; ++c) {
+            __m512i x[16]; // x[n]: query row 16 grp + n's dwords (pairs) 16c.. of the chunk
+            for (int n = 0; n < 16; ++n)
+                x[n] = grp * 16 + n < sg.rows
+                           ? _mm512_loadu_si512(sg.q + (grp * 16 + n) * std::int64_t(DK) + 32 * c)
+                           : _mm512_setzero_si512();
+            transpose16(x); // x[k] lane n: row n's pair k
+            std::uint16_t* d = sc.qt.data() + (grp * NKC + c) * kTileB;
+            for (int k = 0; k < 16; ++k)
+                _mm512_storeu_si512(d + 32 * k, x[k]);
         }
 }
 
@@ -101,6 +104,11 @@ KVSCOPE_AMX_TARGET void raiseMax(int grp, __m512 blockMax, __mmask16 up, Scratch
         alpha, _mm512_mask_mov_ps(_mm512_set1_ps(1.0f), up, exp2Neg512(_mm512_sub_ps(mOld, mNew))));
     float* l = sc.l.data() + grp * 16;
     _mm512_storeu_ps(l, _mm512_mul_ps(_mm512_loadu_ps(l), _mm512_load_ps(alpha)));
+    // Lanes raised from -inf (the segment's first block) have no sum and no accumulator yet.
+    const __mmask16 fromNone = _mm512_cmp_ps_mask(
+        mOld, _mm512_set1_ps(-std::numeric_limits<float>::infinity()), _CMP_EQ_OQ);
+    if ((up & ~fromNone) == 0)
+        return;
     float* acc = sc.acc.data() + grp * (DV / 16) * 256;
     for (int b = 0; b < DV / 16; ++b)
         for (int r = 0; r < 16; ++r) {
@@ -407,16 +415,26 @@ KVSCOPE_AMX_TARGET __attribute__((noinline)) void pvBlock(int grp, int chunks, i
 }
 
 /// Normalise, undo the interleave's column order, and the log2-sum-exp per row.
-template <int DV> void finishRows(const SegmentBf16& sg, const ScratchAmx& sc) {
+template <int DV> KVSCOPE_AMX_TARGET void finishRows(const SegmentBf16& sg, const ScratchAmx& sc) {
+    // Output columns 32c + 8q + s come from tile 2c (s < 4) or 2c + 1 (s >= 4), lane 4q + s % 4.
+    alignas(64) static constexpr std::int32_t kLo[16] = {0, 1, 2, 3, 16, 17, 18, 19,
+                                                         4, 5, 6, 7, 20, 21, 22, 23};
+    alignas(64) static constexpr std::int32_t kHi[16] = {8,  9,  10, 11, 24, 25, 26, 27,
+                                                         12, 13, 14, 15, 28, 29, 30, 31};
+    const __m512i lo = _mm512_load_si512(kLo), hi = _mm512_load_si512(kHi);
     for (int r = 0; r < int(sg.rows); ++r) {
         const int grp = r / 16, lane = r % 16;
         const float l = sc.l[std::size_t(r)];
-        const float inv = l > 0 ? 1.0f / l : 0.0f;
+        const __m512 inv = _mm512_set1_ps(l > 0 ? 1.0f / l : 0.0f);
         const float* a = sc.acc.data() + grp * (DV / 16) * 256 + 16 * lane;
         float* o = sg.out + r * std::int64_t(DV);
-        for (int b = 0; b < DV / 16; ++b)
-            for (int k = 0; k < 16; ++k)
-                o[32 * (b / 2) + 8 * (k / 4) + 4 * (b % 2) + k % 4] = a[b * 256 + k] * inv;
+        for (int c = 0; c < DV / 32; ++c) {
+            const __m512 t0 = _mm512_loadu_ps(a + 2 * c * 256),
+                         t1 = _mm512_loadu_ps(a + (2 * c + 1) * 256);
+            _mm512_storeu_ps(o + 32 * c, _mm512_mul_ps(_mm512_permutex2var_ps(t0, lo, t1), inv));
+            _mm512_storeu_ps(o + 32 * c + 16,
+                             _mm512_mul_ps(_mm512_permutex2var_ps(t0, hi, t1), inv));
+        }
         sg.lse[r] =
             l > 0 ? sc.m[std::size_t(r)] + std::log2(l) : -std::numeric_limits<float>::infinity();
     }
@@ -509,10 +527,9 @@ KVSCOPE_AMX_TARGET void attendAmxImpl(const SegmentBf16& sg, ScratchAmx& sc) {
             else
                 interleaveV<DV>(v, n, vFp8, vv);
         }
-        const NextBlock nb =
-            spread ? nextBlock(sg, gp, i, kBlock, groups,
-                               fp8 ? nullptr : sc.vv.data() + (1 - cur) * vvSize)
-                   : NextBlock{};
+        const NextBlock nb = spread ? nextBlock(sg, gp, i, kBlock, groups,
+                                                fp8 ? nullptr : sc.vv.data() + (1 - cur) * vvSize)
+                                    : NextBlock{};
         scoreBlock<DK, DV>(k, groups, kBlock, sc, nb);
         vReady = nb.vv != nullptr;
         for (int grp = 0; grp < groups; ++grp) {
