@@ -177,8 +177,11 @@ template <int DK, int DV> KVSCOPE_AMX_TARGET inline void nextPair(const NextBloc
     if (t + 2 > nb.ahead)
         return;
     const std::int64_t at = t * nb.rowBytes;
+    // K into L2 (its tile loads come at the next block's scores, after this block's traffic
+    // through L1: 0.97-0.98 of the time at g 4-16 against T0, paired), V into L1 for the
+    // interleave `lead` pairs on.
     for (std::int64_t l = 0; l < 2 * lines; ++l) {
-        _mm_prefetch(reinterpret_cast<const char*>(nb.k0 + at) + 64 * l, _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(nb.k0 + at) + 64 * l, _MM_HINT_T1);
         _mm_prefetch(reinterpret_cast<const char*>(nb.v0 + at) + 64 * l, _MM_HINT_T0);
     }
 }
