@@ -177,12 +177,18 @@ template <int DK, int DV> KVSCOPE_AMX_TARGET inline void nextPair(const NextBloc
     if (t + 2 > nb.ahead)
         return;
     const std::int64_t at = t * nb.rowBytes;
-    // K into L2 (its tile loads come at the next block's scores, after this block's traffic
-    // through L1: 0.97-0.98 of the time at g 4-16 against T0, paired), V into L1 for the
-    // interleave `lead` pairs on.
+    // bf16: K into L2 (its tile loads come at the next block's scores, after this block's
+    // traffic through L1: 0.97-0.98 of the time at g 4-16 against T0, paired), V into L1 for
+    // the interleave `lead` pairs on. fp8 (both decoded at the next block's start): into L1
+    // (T1 for K: 1.02-1.05).
+    const char* k = reinterpret_cast<const char*>(nb.k0 + at);
+    const char* v = reinterpret_cast<const char*>(nb.v0 + at);
     for (std::int64_t l = 0; l < 2 * lines; ++l) {
-        _mm_prefetch(reinterpret_cast<const char*>(nb.k0 + at) + 64 * l, _MM_HINT_T1);
-        _mm_prefetch(reinterpret_cast<const char*>(nb.v0 + at) + 64 * l, _MM_HINT_T0);
+        if (nb.vv)
+            _mm_prefetch(k + 64 * l, _MM_HINT_T1);
+        else
+            _mm_prefetch(k + 64 * l, _MM_HINT_T0);
+        _mm_prefetch(v + 64 * l, _MM_HINT_T0);
     }
 }
 
