@@ -1,0 +1,218 @@
+// Paired A/B timing of two variants of the bf16 / fp8 CPU kernels: the same work items timed in
+// alternation in one process, so the host's drift (this project's VM moves its memory bandwidth
+// and clock within minutes) cancels in the per-round ratio. scripts/kernel-ab.sh builds it from
+// a git revision (A) and the working tree (B). Per variant: CPU time per token of one thread
+// with K/V in L2, and wall time per token of every thread reading its own rotated 768 MiB from
+// DRAM, against a plain read of the same bytes (2 streams, prefetch 512 B ahead, the read
+// ceiling's best kernel family). Last line: the median and quartiles of the per-round B / A.
+#include "ab_variant.h"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <functional>
+#include <immintrin.h>
+#include <random>
+#include <thread>
+#include <vector>
+
+namespace {
+
+double threadNs() {
+    timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return double(ts.tv_sec) * 1e9 + double(ts.tv_nsec);
+}
+double wallNs() {
+    return std::chrono::duration<double, std::nano>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+/// bf16 values in [-1, 1], or fp8 e4m3 codes with |x| < 2 and no NaN.
+void fillInputs(std::uint8_t* p, std::size_t bytes, bool fp8, unsigned seed) {
+    std::mt19937 r(seed);
+    if (fp8) {
+        for (std::size_t i = 0; i < bytes; ++i)
+            p[i] = std::uint8_t(r() & 0xbf);
+        return;
+    }
+    for (std::size_t i = 0; i + 1 < bytes; i += 2) {
+        const float f = float(int(r() % 2001) - 1000) * 1e-3f;
+        std::uint32_t b;
+        std::memcpy(&b, &f, 4);
+        const std::uint16_t h = std::uint16_t(b >> 16);
+        std::memcpy(p + i, &h, 2);
+    }
+}
+
+/// The K (and V) bytes read with no compute: 2 streams, 2 lines per step, prefetch 512 B ahead.
+__attribute__((target("avx512f"), noinline)) float
+readRows(const std::uint8_t* k, const std::uint8_t* v, std::int64_t bytes) {
+    __m512 a = _mm512_setzero_ps(), b = a;
+    for (std::int64_t i = 0; i < bytes; i += 128) {
+        a = _mm512_add_ps(a, _mm512_load_ps(reinterpret_cast<const float*>(k + i)));
+        a = _mm512_add_ps(a, _mm512_load_ps(reinterpret_cast<const float*>(k + i + 64)));
+        _mm_prefetch(reinterpret_cast<const char*>(k + i + 512), _MM_HINT_T0);
+        if (v != k) {
+            b = _mm512_add_ps(b, _mm512_load_ps(reinterpret_cast<const float*>(v + i)));
+            b = _mm512_add_ps(b, _mm512_load_ps(reinterpret_cast<const float*>(v + i + 64)));
+            _mm_prefetch(reinterpret_cast<const char*>(v + i + 512), _MM_HINT_T0);
+        }
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(a, b));
+}
+
+struct AlignedBytes {
+    std::uint8_t* p = nullptr;
+    explicit AlignedBytes(std::size_t n)
+        : p(static_cast<std::uint8_t*>(std::aligned_alloc(4096, n))) {}
+    ~AlignedBytes() { std::free(p); }
+    AlignedBytes(const AlignedBytes&) = delete;
+    AlignedBytes& operator=(const AlignedBytes&) = delete;
+};
+
+double median(std::vector<double> v, double at = 0.5) {
+    std::sort(v.begin(), v.end());
+    return v[std::min(v.size() - 1, std::size_t(at * double(v.size())))];
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"Paired A/B timing of two variants of the bf16/fp8 CPU attention kernels"};
+    AbShape shape;
+    std::string kv = "bf16";
+    int rounds = 21;
+    std::int64_t segment = 4096;
+    app.add_option("--rows", shape.rows, "query rows per KV stream (g; MLA: heads)")
+        ->check(CLI::Range(1, 128));
+    app.add_option("--kv", kv, "KV dtype")->check(CLI::IsMember({"bf16", "fp8"}));
+    app.add_flag("--mla", shape.mla, "absorbed MLA (576/512) instead of GQA d 128");
+    app.add_option("--rounds", rounds, "alternations")->check(CLI::Range(3, 1000));
+    app.add_option("--segment", segment, "tokens per work item")->check(CLI::Range(64, 65536));
+    CLI11_PARSE(app, argc, argv);
+    shape.fp8 = kv == "fp8";
+    shape.keyDim = shape.mla ? 576 : 128;
+    shape.valueDim = shape.mla ? 512 : 128;
+    shape.rowBytes = shape.keyDim * (shape.fp8 ? 1 : 2);
+    const int threads = 2;
+    const std::int64_t tokenBytes = shape.mla ? shape.rowBytes : 2 * shape.rowBytes;
+
+    std::vector<std::vector<std::uint16_t>> q(threads);
+    std::vector<std::vector<float>> out(threads), lse(threads);
+    for (int t = 0; t < threads; ++t) {
+        q[size_t(t)].resize(std::size_t(shape.rows * shape.keyDim));
+        fillInputs(reinterpret_cast<std::uint8_t*>(q[size_t(t)].data()), q[size_t(t)].size() * 2,
+                   false, 7u + unsigned(t));
+        out[size_t(t)].resize(std::size_t(shape.rows * shape.valueDim));
+        lse[size_t(t)].resize(std::size_t(shape.rows));
+    }
+    AbScratch* scratch[2][2] = {{abNewScratchA(), abNewScratchA()},
+                                {abNewScratchB(), abNewScratchB()}};
+    using Run = std::function<void(int, const std::uint8_t*, const std::uint8_t*, std::int64_t)>;
+    volatile float sink = 0;
+    const std::vector<std::pair<const char*, Run>> variants = {
+        {"read",
+         [&](int, const std::uint8_t* k, const std::uint8_t* v, std::int64_t n) {
+             sink = readRows(k, shape.mla ? k : v, n * shape.rowBytes);
+         }},
+        {"A",
+         [&](int t, const std::uint8_t* k, const std::uint8_t* v, std::int64_t n) {
+             abRunA(shape, q[size_t(t)].data(), k, v, n, out[size_t(t)].data(),
+                    lse[size_t(t)].data(), scratch[0][t]);
+         }},
+        {"B", [&](int t, const std::uint8_t* k, const std::uint8_t* v, std::int64_t n) {
+             abRunB(shape, q[size_t(t)].data(), k, v, n, out[size_t(t)].data(),
+                    lse[size_t(t)].data(), scratch[1][t]);
+         }}};
+
+    // K/V that fit in L2 (1 MiB of bf16 GQA), then the two variants' outputs on them.
+    const std::int64_t l2Tokens = shape.mla ? 512 : 2048;
+    AlignedBytes kL2(std::size_t(l2Tokens * shape.rowBytes)),
+        vL2(std::size_t(l2Tokens * shape.rowBytes));
+    fillInputs(kL2.p, std::size_t(l2Tokens * shape.rowBytes), shape.fp8, 1);
+    fillInputs(vL2.p, std::size_t(l2Tokens * shape.rowBytes), shape.fp8, 2);
+    variants[1].second(0, kL2.p, vL2.p, l2Tokens);
+    const std::vector<float> outA = out[0];
+    variants[2].second(0, kL2.p, vL2.p, l2Tokens);
+    double diff = 0, top = 0;
+    for (std::size_t i = 0; i < outA.size(); ++i) {
+        diff = std::max(diff, double(std::fabs(outA[i] - out[0][i])));
+        top = std::max(top, double(std::fabs(outA[i])));
+    }
+
+    // Per thread: 768 MiB of K and V in segments, read in rotation (never from a cache).
+    const std::int64_t segBytes = segment * shape.rowBytes;
+    const std::int64_t segments = (std::int64_t(768) << 20) / (segBytes * (shape.mla ? 1 : 2));
+    std::vector<std::unique_ptr<AlignedBytes>> kD, vD;
+    for (int t = 0; t < threads; ++t) {
+        kD.push_back(std::make_unique<AlignedBytes>(std::size_t(segments * segBytes)));
+        vD.push_back(std::make_unique<AlignedBytes>(std::size_t(segments * segBytes)));
+        fillInputs(kD.back()->p, std::size_t(segments * segBytes), shape.fp8, 3u + unsigned(t));
+        fillInputs(vD.back()->p, std::size_t(segments * segBytes), shape.fp8, 5u + unsigned(t));
+    }
+    const std::size_t nv = variants.size();
+    std::vector<double> cpuNs(nv), ratioBA;
+    std::vector<std::vector<double>> wall(nv), overRead(nv);
+    for (std::size_t v = 0; v < nv; ++v) {
+        std::vector<double> c;
+        for (int i = 0; i < 40; ++i) {
+            const double a = threadNs();
+            variants[v].second(0, kL2.p, vL2.p, l2Tokens);
+            c.push_back((threadNs() - a) / double(l2Tokens));
+        }
+        cpuNs[v] = median(c, 0.0); // the fastest: the least disturbed
+    }
+    const int perRound = int(std::max<std::int64_t>(4, 65536 / segment));
+    std::int64_t cursor = 0;
+    for (int r = 0; r < rounds; ++r) {
+        std::vector<double> ns(nv);
+        for (std::size_t i = 0; i < nv; ++i) {
+            const std::size_t v = (i + std::size_t(r)) % nv; // each variant in every position
+            const double w0 = wallNs();
+            std::vector<std::thread> pool;
+            for (int t = 0; t < threads; ++t)
+                pool.emplace_back([&, t, v] {
+                    for (int s = 0; s < perRound; ++s) {
+                        const std::int64_t at = (cursor + s) % segments * segBytes;
+                        variants[v].second(t, kD[size_t(t)]->p + at, vD[size_t(t)]->p + at,
+                                           segment);
+                    }
+                });
+            for (auto& th : pool)
+                th.join();
+            cursor = (cursor + perRound) % segments;
+            ns[v] = (wallNs() - w0) / double(perRound * segment);
+        }
+        for (std::size_t v = 0; v < nv; ++v) {
+            wall[v].push_back(ns[v]);
+            overRead[v].push_back(ns[v] / ns[0]);
+        }
+        ratioBA.push_back(ns[2] / ns[1]);
+    }
+    for (int t = 0; t < threads; ++t) {
+        abFreeScratchA(scratch[0][t]);
+        abFreeScratchB(scratch[1][t]);
+    }
+
+    std::printf("kernel A/B: %s %d %s, %s, %lld-token segments, %d threads, %d rounds\n",
+                shape.mla ? "MLA h" : "GQA g", shape.rows, shape.mla ? "(576/512)" : "(d 128)",
+                kv.c_str(), static_cast<long long>(segment), threads, rounds);
+    std::printf("outputs (K/V in L2): max |A - B| %.3g, max |A| %.3g\n", diff, top);
+    std::printf("%-8s %16s %16s %8s %8s\n", "variant", "L2 ns/token/thr", "DRAM ns/token/thr",
+                "GB/s", "/ read");
+    for (std::size_t v = 0; v < nv; ++v) {
+        const double w = median(wall[v]);
+        std::printf("%-8s %16.1f %16.1f %8.1f %8.3f\n", variants[v].first, cpuNs[v], w,
+                    double(threads * tokenBytes) / w, median(overRead[v]));
+    }
+    std::printf("B / A per round: median %.3f, quartiles %.3f-%.3f\n", median(ratioBA),
+                median(ratioBA, 0.25), median(ratioBA, 0.75));
+    return 0;
+}

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Paired A/B timing of the bf16/fp8 CPU attention kernels: variant A from a git revision, B from
+# the working tree, both in one process (gpu/bench/kernel_ab.cpp), timed in alternation.
+#   scripts/kernel-ab.sh [REV] [-- kernel_ab options]     REV defaults to HEAD
+#   scripts/kernel-ab.sh HEAD~1 -- --rows 32 --kv fp8 --rounds 31
+# The kernel sources of each tree are compiled with the namespace `cpu` renamed (cpuA, cpuB) and
+# the flags CMake gives them (-O3 -ffp-contract=fast, no -march: the kernels pick their
+# instruction sets at run time). Needs g++ and libcli11-dev (scripts/kvscope.sh setup).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+rev=HEAD
+if (($#)) && [ "$1" != "--" ]; then
+    rev="$1"
+    shift
+fi
+[ "${1:-}" = "--" ] && shift
+
+out="$here/build/kernel-ab"
+treeA="$out/tree-a"
+rm -rf "$treeA"
+mkdir -p "$treeA" "$out/obj"
+git -C "$here" archive "$rev" gpu | tar -x -C "$treeA"
+
+flags=(-std=c++20 -O3 -ffp-contract=fast -Wall -Wextra -Wno-psabi -I"$here/gpu/bench")
+pids=()
+for v in A B; do
+    tree="$treeA"
+    [ "$v" = B ] && tree="$here"
+    for src in amx_kernel bf16_kernel; do
+        g++ "${flags[@]}" -I"$tree" -Dcpu="cpu$v" -c "$tree/gpu/cpu/$src.cpp" \
+            -o "$out/obj/${src}_$v.o" &
+        pids+=($!)
+    done
+    g++ "${flags[@]}" -I"$tree" -Dcpu="cpu$v" -DAB_VARIANT="$v" -c "$here/gpu/bench/ab_variant.cpp" \
+        -o "$out/obj/ab_variant_$v.o" &
+    pids+=($!)
+done
+g++ "${flags[@]}" -O2 -c "$here/gpu/bench/kernel_ab.cpp" -o "$out/obj/kernel_ab.o" &
+pids+=($!)
+for p in "${pids[@]}"; do wait "$p"; done
+g++ -pthread "$out"/obj/*.o -o "$out/kernel_ab"
+echo "A: $(git -C "$here" rev-parse --short "$rev"), B: working tree"
+exec "$out/kernel_ab" "$@"
