@@ -18,10 +18,13 @@
 //     4L + j of tile 2c / 2c+1 is column 32c + 8L + j / 32c + 8L + 4 + j) and are put back at
 //     the end. fp8 V is decoded in the same pass (64 values per step with AVX512_VBMI, else
 //     32; bf16_simd.h).
-//  4. bf16 K/V: the next block's memory work runs inside this block's compute. Its V pairs are
-//     interleaved and its K lines prefetched pair by pair, spread over the softmax and P·V
-//     passes of every group (NextBlock), so the loads from DRAM overlap the tile and vector
-//     work instead of stalling the block's start.
+//  4. The next block's memory work runs inside this block's compute, spread over every phase
+//     (NextBlock), so the loads reach the memory at an even rate and overlap the tile and
+//     vector work instead of stalling the block's start. GQA blocks are contiguous: bf16
+//     interleaves the next block's V pairs and prefetches the K and V lines of the pair four
+//     pairs further (K and V two streams in step, about 2 KiB ahead each); fp8 prefetches the
+//     next block's pairs, which it decodes at that block's start. MLA reads gathered blocks
+//     and prefetches the next one's K rows over its softmax and P·V.
 // bf16 x bf16 products are exact in fp32 and accumulate in fp32, as in the other kernels.
 #include "gpu/cpu/amx_kernel.h"
 
