@@ -147,18 +147,20 @@ struct NextBlock {
     RowMap k, v;
     std::uint16_t* vv = nullptr;
     int pairs = 0, phases = 1; // pairs of the block, split evenly over `phases` calls
-    // Prefetch: token t >= 0 of the next block is at k0 + t rowBytes (K) and v0 + t rowBytes
-    // (V; null where V is K's first columns, MLA), contiguous up to `ahead` tokens.
+    // Contiguous blocks: token t >= 0 of the next block is at k0 + t rowBytes (K) and
+    // v0 + t rowBytes (V), up to `ahead` tokens. k0 null: gathered blocks (MLA), whose pairs'
+    // K rows are prefetched instead.
     const std::uint8_t *k0 = nullptr, *v0 = nullptr;
     std::int64_t rowBytes = 0, ahead = 0;
     int lead = 0;
-    /// Phase ph's pairs [first, last).
     int skip = 0; // phases before the first that gets pairs
+    /// Phase ph's pairs [first, last).
     int first(int ph) const { return std::max(0, ph - skip) * pairs / (phases - skip); }
 };
 
 /// Pair p of the next block: its V rows interleaved into nb.vv (as interleaveV does for a full
-/// bf16 block), and the K and V lines of pair p + nb.lead prefetched into L1.
+/// bf16 block), and the K and V lines of pair p + nb.lead prefetched (gathered blocks: pair p's
+/// K rows).
 template <int DK, int DV> KVSCOPE_AMX_TARGET inline void nextPair(const NextBlock& nb, int p) {
     if (nb.vv) {
         std::uint16_t* d = pairRow<DV>(nb.vv, p);

@@ -51,16 +51,9 @@ constexpr std::int64_t kBf16Tile = 32; // tokens per tile: two 16-lane score vec
 /// keeps RB rows x CB output vectors in registers and shares every V load and shuffle among
 /// the RB rows. (Interleaving through a scratch tile instead cost ~1.6x at g = 1..2: the
 /// stores and reloads, and 4-deep accumulator chains.)
-/// The next tile's K and V rows, prefetched into L1 a token pair at a time during this tile's
-/// P·V (one pass per tile): its loads then reach the memory at an even rate while this tile
-/// computes, instead of in a burst at the next tile's start that the hardware prefetchers had not
-/// run ahead of. Paired, 2 threads from DRAM, time over a 2-stream read of the same bytes:
-/// g 1 1.20-1.29 -> 1.04-1.09, g 2 1.19-1.23 -> 1.06-1.12 (NOTES.md, "eleventh session").
-struct NextTile {
-    RowMap k, v;
-    int lines = 0; // cache lines per row; 0: nothing to prefetch
-};
-
+/// The first pass (cb 0) prefetches `next`, the next tile, a token pair per step (paired, 2
+/// threads from DRAM, time over a 2-stream read of the same bytes: g 1 1.20-1.29 -> 1.02-1.09,
+/// g 2 1.19-1.23 -> 0.98-1.12; NOTES.md, "eleventh session").
 template <int RB, int DV>
 KVSCOPE_BF16_TARGET inline void pvBlock(ScratchBf16& sc, std::int64_t r, const RowMap& v, int pairs,
                                         const NextTile next = {}) {
@@ -78,13 +71,10 @@ KVSCOPE_BF16_TARGET inline void pvBlock(ScratchBf16& sc, std::int64_t r, const R
         for (int pr = 0; pr < pairs; ++pr) {
             const std::uint8_t* a = v.row(2 * pr) + cb * 32;
             const std::uint8_t* b = a + v.stride; // row 2pr + 1: the same group of rows
-            if (cb == 0)
-                for (int l = 0; l < next.lines; ++l)
-                    for (const RowMap* m : {&next.k, &next.v}) {
-                        const char* row = reinterpret_cast<const char*>(m->row(2 * pr));
-                        _mm_prefetch(row + 64 * l, _MM_HINT_T0);
-                        _mm_prefetch(row + m->stride + 64 * l, _MM_HINT_T0);
-                    }
+            if (cb == 0) {
+                next.prefetch(2 * pr);
+                next.prefetch(2 * pr + 1);
+            }
             __m512i bc[RB];
             for (int rb = 0; rb < RB; ++rb)
                 bc[rb] = _mm512_set1_epi32(int(p[std::size_t((r + rb) * kBf16Tile / 2 + pr)]));
@@ -336,14 +326,7 @@ KVSCOPE_BF16_TARGET void attendBf16Impl(const SegmentBf16& sg, ScratchBf16& sc) 
         if (r < R)
             softmaxRows<1>(sc, r, valid0, valid1);
         const int pairs = (n + 1) / 2;
-        // The first P·V pass prefetches the next tile (a full one: the last, partial tile is
-        // staged row by row).
-        NextTile next;
-        if (i + 1 < gp.count(sg)) {
-            const GatherPlan::Tile nt = gp.tile(sg, i + 1);
-            if (nt.n == T && pairs == T / 2)
-                next = {nt.k, nt.v, int((sg.keyRowBytes + 63) / 64)};
-        }
+        NextTile next = gp.next(sg, i); // prefetched by the first P·V pass
         for (r = 0; r + 4 <= R; r += 4, next.lines = 0)
             pvBlock<4, DV>(sc, r, tr.v, pairs, next);
         for (; r + 2 <= R; r += 2, next.lines = 0)

@@ -290,16 +290,9 @@ KVSCOPE_PK_INLINE void softmaxWide(std::int64_t n, std::int64_t rPad, int v, Scr
     storeW<W>(sc.l.data() + v * W, loadW<W>(sc.l.data() + v * W) * alpha + sum);
 }
 
-/// The next tile's K and V rows, prefetched into L1 a token at a time during this tile's first
-/// P V pass, so its loads reach the memory at an even rate while this tile computes (as the
-/// bf16 kernels do; NOTES.md, "eleventh session"). lines 0: nothing to prefetch.
-struct NextTile {
-    RowMap k, v;
-    int lines = 0;
-};
-
 /// O = alpha O + P V for RB rows from r0, PC output vectors per pass: each V vector loaded once
-/// feeds RB rows' accumulators. Row r's probability of token i is sc.p[r·pRow + i·pTok].
+/// feeds RB rows' accumulators. Row r's probability of token i is sc.p[r·pRow + i·pTok]. The
+/// first pass prefetches `next`, the next tile, a token per step (row_map.h's NextTile).
 template <int W, int DV, int RB, KvDtype S>
 KVSCOPE_PK_INLINE void pvRows(const TileRows& v, std::int64_t n, std::int64_t r0, std::int64_t pRow,
                               std::int64_t pTok, Scratch& sc, const NextTile& next) {
@@ -325,10 +318,7 @@ KVSCOPE_PK_INLINE void pvRows(const TileRows& v, std::int64_t n, std::int64_t r0
                 p[r] = splatW<W>(pr[r][i * pTok]);
             const std::uint8_t* vr = v.row[i];
             if (cb == 0)
-                for (int l = 0; l < next.lines; ++l) {
-                    __builtin_prefetch(next.k.row(int(i)) + 64 * l, 0, 3);
-                    __builtin_prefetch(next.v.row(int(i)) + 64 * l, 0, 3);
-                }
+                next.prefetch(int(i));
             for (int j = 0; j < PC; ++j) {
                 const F vj = loadRowW<W, S>(vr, (cb + j) * W);
                 for (int r = 0; r < RB; ++r)
@@ -445,13 +435,8 @@ KVSCOPE_PK_INLINE void attendPortable(const Segment& sg, Scratch& sc) {
             decodeTile<W, DV>(sg.dtype, at.v, n, sc.v.data());
             scratchRows(sc.v.data(), DV, vr);
         }
-        NextTile next; // a full next tile (a partial last one is read row by row)
-        if (i + 1 < gp.count(sg)) {
-            const GatherPlan::Tile nt = gp.tile(sg, i + 1);
-            if (nt.n == T && n == T)
-                next = {nt.k, shared ? nt.k : nt.v, int((sg.keyRowBytes + 63) / 64)};
-        }
-        if (wide) { // K decoded, V fp32 (decoded or in the cache)
+        const NextTile next = gp.next(sg, i); // prefetched by the first P V pass
+        if (wide) {                           // K decoded, V fp32 (decoded or in the cache)
             scoreTileWide<W, DK>(kf, sc.qt.data(), rPad, sc.s.data());
             for (int v = 0; v < int(rPad / W); ++v)
                 softmaxWide<W>(n, rPad, v, sc);

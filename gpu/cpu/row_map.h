@@ -32,6 +32,34 @@ struct RowMap {
     }
 };
 
+/// Prefetches the line at p into L1. An asm statement, not __builtin_prefetch: GCC 12 takes a
+/// function whose only effect is __builtin_prefetch for a pure one and deletes its calls (the
+/// NextTile::prefetch below compiled to nothing that way).
+inline void prefetchL1(const void* p) {
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+    __asm__ volatile("prefetcht0 %0" : : "m"(*static_cast<const char*>(p)));
+#else
+    __builtin_prefetch(p, 0, 3);
+#endif
+}
+
+/// The next tile's K and V rows, for a kernel to prefetch into L1 a row at a time during this
+/// tile's P·V pass: the next tile's loads then reach the memory at an even rate while this tile
+/// computes, instead of in a burst at its start that the hardware prefetchers had not run ahead
+/// of (NOTES.md, "eleventh session"). Empty (lines 0): nothing to prefetch.
+struct NextTile {
+    RowMap k, v;
+    int lines = 0;       // cache lines per row
+    bool shared = false; // V is K's first columns (MLA): its lines are K's
+    void prefetch(int r) const {
+        for (int l = 0; l < lines; ++l) {
+            prefetchL1(k.row(r) + 64 * l);
+            if (!shared)
+                prefetchL1(v.row(r) + 64 * l);
+        }
+    }
+};
+
 /// Sub-streams of a gathered tile, as a shift: 8 for the vdpbf16ps and portable kernels (their
 /// score calls take 8 or 16 rows, P·V pairs of rows; against 16: g 1 0.93-0.96, g 2 0.91-0.95,
 /// fp8 g 1 0.72-0.90 of the time from DRAM, 0.98 in L2, NOTES.md "seventh session"), 16 for the
@@ -77,6 +105,16 @@ struct GatherPlan {
     }
     template <class Seg> std::int64_t tailStart(const Seg& sg) const {
         return sg.t0 + (std::int64_t(1) << shift) * subLen;
+    }
+    /// Tile i + 1 to prefetch while tile i is computed: only where both are full (a partial
+    /// tile is staged row by row).
+    template <class Seg> NextTile next(const Seg& sg, std::int64_t i) const {
+        if (i + 1 >= count(sg) || tile(sg, i).n != tileRows)
+            return {};
+        const Tile t = tile(sg, i + 1);
+        if (t.n != tileRows)
+            return {};
+        return {t.k, t.v, int((sg.keyRowBytes + 63) / 64), sg.values == sg.keys};
     }
     /// Every tile contiguous.
     static GatherPlan contiguous(int tileRows, int shift) {
