@@ -36,8 +36,12 @@ for v in A B; do
         -o "$out/obj/ab_variant_$v.o" &
     pids+=($!)
 done
-g++ "${flags[@]}" -O2 -c "$here/gpu/bench/kernel_ab.cpp" -o "$out/obj/kernel_ab.o" &
+g++ "${flags[@]}" -O2 -I"$here" -c "$here/gpu/bench/kernel_ab.cpp" -o "$out/obj/kernel_ab.o" &
 pids+=($!)
+for src in inputs decode; do # the engine's input generator, for both variants' inputs
+    g++ "${flags[@]}" -I"$here" -c "$here/gpu/cpu/$src.cpp" -o "$out/obj/$src.o" &
+    pids+=($!)
+done
 for p in "${pids[@]}"; do wait "$p"; done
 g++ -pthread "$out"/obj/*.o -o "$out/kernel_ab"
 echo "A: $(git -C "$here" rev-parse --short "$rev"), B: working tree"

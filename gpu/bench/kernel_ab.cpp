@@ -6,6 +6,8 @@
 // DRAM, against a plain read of the same bytes (2 streams, prefetch 512 B ahead, the read
 // ceiling's best kernel family). Last line: the median and quartiles of the per-round B / A.
 #include "ab_variant.h"
+#include "gpu/cpu/inputs.h"
+#include "gpu/numerics.h"
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -17,7 +19,6 @@
 #include <ctime>
 #include <functional>
 #include <immintrin.h>
-#include <random>
 #include <thread>
 #include <vector>
 
@@ -34,21 +35,13 @@ double wallNs() {
         .count();
 }
 
-/// bf16 values in [-1, 1], or fp8 e4m3 codes with |x| < 2 and no NaN.
-void fillInputs(std::uint8_t* p, std::size_t bytes, bool fp8, unsigned seed) {
-    std::mt19937 r(seed);
-    if (fp8) {
-        for (std::size_t i = 0; i < bytes; ++i)
-            p[i] = std::uint8_t(r() & 0xbf);
-        return;
-    }
-    for (std::size_t i = 0; i + 1 < bytes; i += 2) {
-        const float f = float(int(r() % 2001) - 1000) * 1e-3f;
-        std::uint32_t b;
-        std::memcpy(&b, &f, 4);
-        const std::uint16_t h = std::uint16_t(b >> 16);
-        std::memcpy(p + i, &h, 2);
-    }
+/// n elements of one input tensor as the CPU engine generates them (gpu/cpu/inputs.h): the
+/// same values `measure` times the kernels on.
+void fill(std::uint8_t* dst, std::int64_t n, bool fp8, std::uint64_t seed, std::uint32_t tensor,
+          float scale = 1.0f) {
+    using kvscope::gpu::KvDtype;
+    kvscope::gpu::detail::cpu::fillInputs(fp8 ? KvDtype::Fp8E4m3 : KvDtype::Bf16, dst, 0, n, seed,
+                                          tensor, scale);
 }
 
 /// The K (and V) bytes read with no compute: 2 streams, 2 lines per step, prefetch 512 B ahead.
@@ -108,8 +101,9 @@ int main(int argc, char** argv) {
     std::vector<std::vector<float>> out(threads), lse(threads);
     for (int t = 0; t < threads; ++t) {
         q[size_t(t)].resize(std::size_t(shape.rows * shape.keyDim));
-        fillInputs(reinterpret_cast<std::uint8_t*>(q[size_t(t)].data()), q[size_t(t)].size() * 2,
-                   false, 7u + unsigned(t));
+        fill(reinterpret_cast<std::uint8_t*>(q[size_t(t)].data()),
+             std::int64_t(q[size_t(t)].size()), false, 7u + unsigned(t), kvscope::gpu::num::kQuery,
+             kvscope::gpu::num::kQueryScale);
         out[size_t(t)].resize(std::size_t(shape.rows * shape.valueDim));
         lse[size_t(t)].resize(std::size_t(shape.rows));
     }
@@ -136,8 +130,9 @@ int main(int argc, char** argv) {
     const std::int64_t l2Tokens = shape.mla ? 512 : 2048;
     AlignedBytes kL2(std::size_t(l2Tokens * shape.rowBytes)),
         vL2(std::size_t(l2Tokens * shape.rowBytes));
-    fillInputs(kL2.p, std::size_t(l2Tokens * shape.rowBytes), shape.fp8, 1);
-    fillInputs(vL2.p, std::size_t(l2Tokens * shape.rowBytes), shape.fp8, 2);
+    const std::int64_t l2Elems = l2Tokens * shape.keyDim;
+    fill(kL2.p, l2Elems, shape.fp8, 1, kvscope::gpu::num::kKey);
+    fill(vL2.p, l2Elems, shape.fp8, 1, kvscope::gpu::num::kValue);
     variants[1].second(0, kL2.p, vL2.p, l2Tokens);
     const std::vector<float> outA = out[0];
     variants[2].second(0, kL2.p, vL2.p, l2Tokens);
@@ -154,8 +149,9 @@ int main(int argc, char** argv) {
     for (int t = 0; t < threads; ++t) {
         kD.push_back(std::make_unique<AlignedBytes>(std::size_t(segments * segBytes)));
         vD.push_back(std::make_unique<AlignedBytes>(std::size_t(segments * segBytes)));
-        fillInputs(kD.back()->p, std::size_t(segments * segBytes), shape.fp8, 3u + unsigned(t));
-        fillInputs(vD.back()->p, std::size_t(segments * segBytes), shape.fp8, 5u + unsigned(t));
+        const std::int64_t elems = segments * segment * shape.keyDim;
+        fill(kD.back()->p, elems, shape.fp8, 3u + unsigned(t), kvscope::gpu::num::kKey);
+        fill(vD.back()->p, elems, shape.fp8, 3u + unsigned(t), kvscope::gpu::num::kValue);
     }
     const std::size_t nv = variants.size();
     std::vector<double> cpuNs(nv), ratioBA;
