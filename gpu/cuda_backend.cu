@@ -1,7 +1,9 @@
 // CUDA engine: device memory for the input sets, kernel dispatch (one macro per knob), event
-// timing and the two ceilings (a 16-byte read kernel over a buffer many times L2, and a bf16 /
-// fp16 tensor-core peak through cuBLAS). Every CUDA call goes through KVSCOPE_CUDA_CALL, which
-// turns a failure into an error value with file, line and call text.
+// timing and the two ceilings (the best of a family of read kernels over a buffer many times L2,
+// cuda_ceilings.cu, and a bf16 / fp16 tensor-core peak through cuBLAS). Every CUDA call goes
+// through KVSCOPE_CUDA_CALL, which turns a failure into an error value with file, line and call
+// text.
+#include "gpu/cuda_ceilings.h"
 #include "gpu/cuda_dispatch.h"
 #include "gpu/cuda_kernels.cuh"
 #include "gpu/engine.h"
@@ -145,6 +147,10 @@ public:
         return {};
     }
 
+    bool ceilingPiece(int which, double pointBytes, double* read, std::string* kernel) override {
+        return reads_.piece(which, pointBytes, read, kernel);
+    }
+
     std::int64_t cacheBytes() const override { return prop_.l2CacheSize; }
 
     std::int64_t memoryBudgetBytes() const override {
@@ -156,7 +162,11 @@ public:
 
     Ceilings measureCeilings(const Progress& progress) override {
         Ceilings c;
-        if (auto e = readCeiling(&c, progress); !e.empty()) {
+        if (const cudaError_t e = cudaSetDevice(device_); e != cudaSuccess) {
+            c.error = std::string("cudaSetDevice: ") + cudaGetErrorString(e);
+            return c;
+        }
+        if (auto e = reads_.measure(prop_, stream_, &c, progress); !e.empty()) {
             c.error = e;
             return c;
         }
@@ -403,50 +413,6 @@ private:
         return {};
     }
 
-    std::string readCeiling(Ceilings* c, const Progress& progress) {
-        KVSCOPE_CUDA_CALL(cudaSetDevice(device_));
-        std::size_t freeBytes = 0, total = 0;
-        KVSCOPE_CUDA_CALL(cudaMemGetInfo(&freeBytes, &total));
-        // Many times L2 (H200: 50 MB): at least 1 GiB, at most a quarter of free memory.
-        std::size_t bytes =
-            std::max<std::size_t>(std::size_t(prop_.l2CacheSize) * 32, std::size_t(1) << 30);
-        bytes = std::min(bytes, freeBytes / 4) / 16 * 16;
-        DeviceBuffer buf, sink;
-        if (auto e = buf.allocate(bytes, "the read-bandwidth buffer"); !e.empty())
-            return e;
-        if (auto e = sink.allocate(64, "the read sink"); !e.empty())
-            return e;
-        if (auto e = fill(buf, bytes / 4, KvDtype::Fp32, 0x5eedull, 9, 1.0f); !e.empty())
-            return e;
-        KVSCOPE_CUDA_CALL(cudaStreamSynchronize(stream_));
-        if (progress && !progress(0.1, "cuda read bandwidth"))
-            return "cancelled";
-        int perSm = 0;
-        KVSCOPE_CUDA_CALL(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &perSm, cuda::readBandwidthKernel, 512, 0));
-        const int blocks = prop_.multiProcessorCount * std::max(1, perSm);
-        const std::size_t n = bytes / 16;
-        std::vector<double> times;
-        for (int rep = 0; rep < 23; ++rep) {
-            KVSCOPE_CUDA_CALL(cudaEventRecord(start_, stream_));
-            cuda::readBandwidthKernel<<<blocks, 512, 0, stream_>>>(
-                static_cast<const uint4*>(buf.ptr), n, static_cast<unsigned*>(sink.ptr));
-            KVSCOPE_CUDA_CALL(cudaGetLastError());
-            KVSCOPE_CUDA_CALL(cudaEventRecord(stop_, stream_));
-            KVSCOPE_CUDA_CALL(cudaEventSynchronize(stop_));
-            float ms = 0;
-            KVSCOPE_CUDA_CALL(cudaEventElapsedTime(&ms, start_, stop_));
-            if (rep >= 3) // warm-up
-                times.push_back(double(ms) * 1e-3);
-        }
-        c->readBytesPerSecond = double(bytes) / medianOf(times);
-        c->readKernel =
-            "16-byte streaming loads over " + std::to_string(bytes >> 20) + " MiB (" +
-            std::to_string(bytes / std::max<std::size_t>(1, std::size_t(prop_.l2CacheSize))) +
-            "x L2), median of 20";
-        return {};
-    }
-
     std::string peakCeiling(Ceilings* c) {
         cublasHandle_t handle = nullptr;
         KVSCOPE_CUBLAS_CALL(cublasCreate(&handle));
@@ -503,6 +469,7 @@ private:
     int splits_ = 1, tokensPerSplit_ = 0;
     std::vector<InputSet> sets_;
     DeviceBuffer out_, partialOut_, partialLse_;
+    cuda::ReadCeilings reads_; // declared last: freed first, while the device is still set
 };
 
 } // namespace

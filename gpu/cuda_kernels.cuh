@@ -2,8 +2,8 @@
 // tensor cores (mma.sync m16n8k16, fp32 accumulation) across the query rows that share a KV
 // stream, split-KV with a log-sum-exp combine, fp8 e4m3 KV dequantised in registers.
 // Internal to gpu/; included by cuda_backend.cu only. Device helpers: cuda_device.cuh; the
-// kernels: cuda_gqa_kernel.cuh and cuda_mla_kernel.cuh; here the split combine, the input fill
-// and the read-bandwidth kernel.
+// kernels: cuda_gqa_kernel.cuh and cuda_mla_kernel.cuh; here the split combine and the input
+// fill (the read-ceiling kernels are in cuda_ceilings.cu).
 #pragma once
 
 #include "gpu/cuda_device.cuh"
@@ -35,8 +35,7 @@ template <bool kFp16> __global__ void combineKernel(DecodeParams p, int dv) {
     }
 }
 
-// --- Input generation and ceilings
-// ------------------------------------------------------------------
+// --- Input generation ----------------------------------------------------------------------------
 /// Fills n elements with num::uniformInput(seed, tensor, i) * scale in a storage format
 /// (0 bf16, 1 fp16, 2 fp8 e4m3, 3 fp32): the same bits the host reference regenerates.
 __global__ void fillKernel(std::uint8_t* dst, std::size_t n, int format, std::uint64_t seed,
@@ -59,30 +58,6 @@ __global__ void fillKernel(std::uint8_t* dst, std::size_t n, int format, std::ui
             break;
         }
     }
-}
-
-/// Reads n 16-byte vectors, four independent loads in flight per thread.
-__global__ void readBandwidthKernel(const uint4* __restrict__ src, std::size_t n, unsigned* sink) {
-    const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
-    std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
-    uint4 x = make_uint4(0, 0, 0, 0);
-    for (; i + 3 * stride < n; i += 4 * stride) {
-        const uint4 a = __ldcs(src + i), b = __ldcs(src + i + stride),
-                    c = __ldcs(src + i + 2 * stride), d = __ldcs(src + i + 3 * stride);
-        x.x ^= a.x ^ b.x ^ c.x ^ d.x;
-        x.y ^= a.y ^ b.y ^ c.y ^ d.y;
-        x.z ^= a.z ^ b.z ^ c.z ^ d.z;
-        x.w ^= a.w ^ b.w ^ c.w ^ d.w;
-    }
-    for (; i < n; i += stride) {
-        const uint4 a = __ldcs(src + i);
-        x.x ^= a.x;
-        x.y ^= a.y;
-        x.z ^= a.z;
-        x.w ^= a.w;
-    }
-    if ((x.x ^ x.y ^ x.z ^ x.w) == 0x9e3779b9u) // practically never: keeps the loads alive
-        sink[0] = x.x;
 }
 
 } // namespace kvscope::gpu::cuda
