@@ -49,9 +49,15 @@ std::string formatCeilings(const Ceilings& c, KvDtype dtype) {
         out += " GB/s; worst " + c.readFamily.back().kernel + " " +
                fmt("%.1f", c.readFamily.back().value / 1e9) + " GB/s\n";
     }
-    if (c.l2ReadBytesPerSecond > 0 || c.l3ReadBytesPerSecond > 0)
-        out += "cache-resident reads: L2 " + fmt("%.1f", c.l2ReadBytesPerSecond / 1e9) +
-               " GB/s, L3 " + fmt("%.1f", c.l3ReadBytesPerSecond / 1e9) + " GB/s\n";
+    if (c.l2ReadBytesPerSecond > 0 || c.l3ReadBytesPerSecond > 0) {
+        out += "cache-resident reads:";
+        if (c.l2ReadBytesPerSecond > 0)
+            out += " L2 " + fmt("%.1f", c.l2ReadBytesPerSecond / 1e9) + " GB/s";
+        if (c.l3ReadBytesPerSecond > 0)
+            out += std::string(c.l2ReadBytesPerSecond > 0 ? "," : "") + " L3 " +
+                   fmt("%.1f", c.l3ReadBytesPerSecond / 1e9) + " GB/s";
+        out += "\n";
+    }
     const std::string key(dtypeName(dtype));
     out += "peak " + fmt("%.3f", c.peakFor(dtype) / 1e12) + " TFLOP/s for " + key + " KV";
     if (auto it = c.peakKernelFor.find(key); it != c.peakKernelFor.end())
