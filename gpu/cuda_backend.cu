@@ -8,9 +8,11 @@
 #include "gpu/cuda_kernels.cuh"
 #include "gpu/engine.h"
 #include "gpu/numerics.h"
+#include "gpu/split_plan.h"
 
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <string>
@@ -194,19 +196,24 @@ public:
         const std::size_t rows = std::size_t(s.batch * s.qHeads);
         const std::size_t kvElems = mla ? std::size_t(s.batch * s.context) * dq
                                         : std::size_t(s.batch * s.kvHeads * s.context) * dq;
-        // Splits: fill the SMs a couple of times over when B·h_kv blocks alone would not.
+        if (auto e = configureKernel(); !e.empty())
+            return e;
         const std::int64_t baseBlocks =
             mla ? s.batch * ((s.qHeads + 15) / 16) : s.batch * s.kvHeads;
-        const std::int64_t targetBlocks = 2 * std::int64_t(prop_.multiProcessorCount);
-        std::int64_t splits =
-            std::max<std::int64_t>(1, (targetBlocks + baseBlocks - 1) / baseBlocks);
-        splits = std::min<std::int64_t>(splits, std::max<std::int64_t>(1, s.context / 256));
-        splits = std::min<std::int64_t>(splits, 128);
-        std::int64_t perSplit = (s.context + splits - 1) / splits;
-        perSplit = (perSplit + 63) / 64 * 64;
-        splits = (s.context + perSplit - 1) / perSplit;
-        splits_ = int(splits);
-        tokensPerSplit_ = int(perSplit);
+        const DecodeCounts counts = countDecode(s);
+        // fp8 KV is converted to bf16 in registers before the mma; on an H200 that made g 8
+        // (16 FLOP/byte) need two blocks per SM as bf16 does from 24 (one block per SM: 49% of
+        // the read ceiling, three: 67%), so the conversion counts as 16 FLOP/byte more.
+        const double convert = s.dtype == KvDtype::Fp8E4m3 ? 16.0 : 0.0;
+        const SplitWork work{mla ? int(std::min<std::int64_t>(s.qHeads, 16)) : int(s.groupSize()),
+                             counts.flops / std::max(1.0, counts.kvBytes) + convert};
+        const SplitDevice device{prop_.multiProcessorCount, blocksPerSm_};
+        // KVSCOPE_CUDA_SPLITS=N forces N splits (to measure the rule against the alternatives).
+        const char* force = std::getenv("KVSCOPE_CUDA_SPLITS");
+        const SplitPlan plan = force ? planForSplits(s.context, std::atoll(force))
+                                     : chooseSplits(baseBlocks, s.context, work, device);
+        splits_ = plan.splits;
+        tokensPerSplit_ = plan.tokensPerSplit;
 
         for (int i = 0; i < sets; ++i) {
             InputSet in;
@@ -242,7 +249,7 @@ public:
                 return release(), e;
         }
         KVSCOPE_CUDA_CALL(cudaStreamSynchronize(stream_));
-        return configureKernel();
+        return {};
     }
 
     std::string poisonOutput() override {
@@ -343,16 +350,23 @@ private:
         return p;
     }
 
-    /// Raises the dynamic shared-memory limit of the kernel this shape uses.
+    /// Raises the dynamic shared-memory limit of the kernel this shape uses and reads how many
+    /// of its blocks one SM holds (blocksPerSm_).
     std::string configureKernel() {
         const DecodeShape& s = shape_;
+        auto configure = [&](const void* kernel, int smemBytes) -> std::string {
+            KVSCOPE_CUDA_CALL(cudaFuncSetAttribute(
+                kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smemBytes));
+            KVSCOPE_CUDA_CALL(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                &blocksPerSm_, kernel, cuda::kThreads, std::size_t(smemBytes)));
+            blocksPerSm_ = std::max(1, blocksPerSm_);
+            return {};
+        };
         if (s.kind == Attention::Mla) {
             KVSCOPE_DISPATCH_KV_DTYPE(s.dtype, Kv, {
-                KVSCOPE_CUDA_CALL(cudaFuncSetAttribute(cuda::mlaDecodeKernel<Kv>,
-                                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                       cuda::MlaTile<Kv>::kSmemBytes));
+                return configure(reinterpret_cast<const void*>(cuda::mlaDecodeKernel<Kv>),
+                                 cuda::MlaTile<Kv>::kSmemBytes);
             })
-            return {};
         }
         const std::int64_t g = s.groupSize();
         KVSCOPE_DISPATCH_KV_DTYPE(
@@ -362,10 +376,9 @@ private:
                     if constexpr (D == 256 && MT == 8) {
                         return std::string("unsupported group size with head dim 256 (at most 64)");
                     } else {
-                        KVSCOPE_CUDA_CALL(
-                            cudaFuncSetAttribute(cuda::gqaDecodeKernel<D, MT, Kv>,
-                                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                 cuda::GqaTile<D, MT, Kv>::kSmemBytes));
+                        return configure(
+                            reinterpret_cast<const void*>(cuda::gqaDecodeKernel<D, MT, Kv>),
+                            cuda::GqaTile<D, MT, Kv>::kSmemBytes);
                     }
                 })})})
         return {};
@@ -466,7 +479,7 @@ private:
     cudaStream_t stream_ = nullptr;
     cudaEvent_t start_ = nullptr, stop_ = nullptr;
     DecodeShape shape_;
-    int splits_ = 1, tokensPerSplit_ = 0;
+    int splits_ = 1, tokensPerSplit_ = 0, blocksPerSm_ = 1;
     std::vector<InputSet> sets_;
     DeviceBuffer out_, partialOut_, partialLse_;
     cuda::ReadCeilings reads_; // declared last: freed first, while the device is still set

@@ -21,6 +21,12 @@ kvscope_add_qtest(NAME tst_harness
                   LIBS kvscope_gpu
                   LABELS gpu)
 
+# The CUDA engine's split-KV rule (CUDA-free: tested on every machine).
+kvscope_add_qtest(NAME tst_split_plan
+                  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/tst_split_plan.cpp
+                  LIBS kvscope_gpu
+                  LABELS gpu)
+
 if(KVSCOPE_WITH_CUDA)
     add_executable(tst_cuda_backend ${CMAKE_CURRENT_SOURCE_DIR}/tst_cuda_backend.cpp)
     target_link_libraries(tst_cuda_backend PRIVATE Qt6::Test kvscope_gpu)
