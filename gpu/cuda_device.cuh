@@ -124,6 +124,23 @@ __device__ __forceinline__ float fastExp2(float x) { // ex2.approx(-inf) = +0
     return y;
 }
 
+/// Four 8x8 matrices of 16-bit elements from shared memory (lanes 8m..8m+7 give the row
+/// addresses of matrix m). Plain: lane l receives row l/4, columns 2(l%4) and 2(l%4)+1 of each
+/// matrix, the B-operand layout of a row-major [n][k] tile; transposed: rows 2(l%4) and
+/// 2(l%4)+1 of column l/4, the B-operand layout of a row-major [k][n] tile.
+template <bool kTrans>
+__device__ __forceinline__ void ldmatrixX4(std::uint32_t (&r)[4], const void* rowAddress) {
+    const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(rowAddress));
+    if constexpr (kTrans)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                     : "r"(a));
+    else
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                     : "r"(a));
+}
+
 /// 16-byte global -> shared copy; src_bytes 0 zero-fills (tokens past the end).
 __device__ __forceinline__ void cpAsync16(void* smem, const void* gmem, bool valid) {
     const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));

@@ -105,6 +105,30 @@ template <int D, int MT, class Kv> struct GqaWarp {
         }
     }
 
+    /// The K operand of one k step (16 dims) for the chunk's two n8 tiles of 8 tokens:
+    /// kb[n][0] dims kstep*16 + tig*2 (+1), kb[n][1] the same + 8, of token chunk*16 + n*8 +
+    /// gid. 16-bit KV: one ldmatrix (lane l addresses token chunk*16 + (l/16)*8 + l%8, dims
+    /// + ((l/8)%2)*8); fp8: converted pair loads.
+    __device__ __forceinline__ void keyOperand(const std::uint8_t* ks, int chunk, int kstep,
+                                               std::uint32_t (&kb)[2][2]) const {
+        if constexpr (Kv::kBytes == 2) {
+            const int lane = gid * 4 + tig;
+            const std::uint8_t* row = ks +
+                                      (chunk * 16 + (lane / 16) * 8 + lane % 8) * Tile::kRowBytes +
+                                      (kstep * 16 + ((lane / 8) % 2) * 8) * 2;
+            std::uint32_t r[4];
+            ldmatrixX4<false>(r, row);
+            kb[0][0] = r[0], kb[0][1] = r[1], kb[1][0] = r[2], kb[1][1] = r[3];
+        } else {
+#pragma unroll
+            for (int n = 0; n < 2; ++n) {
+                const std::uint8_t* row = ks + (chunk * 16 + n * 8 + gid) * Tile::kRowBytes;
+                kb[n][0] = loadPair<Kv>(row + (kstep * 16 + tig * 2) * Kv::kBytes);
+                kb[n][1] = loadPair<Kv>(row + (kstep * 16 + tig * 2 + 8) * Kv::kBytes);
+            }
+        }
+    }
+
     /// Raw scores S = Q·K^T of 16-token chunk `chunk` of the stage: two n8 tiles of 8 tokens.
     __device__ __forceinline__ void scores(const std::uint8_t* ks, int chunk,
                                            float (&s)[kM][2][4]) const {
@@ -116,13 +140,7 @@ template <int D, int MT, class Kv> struct GqaWarp {
 #pragma unroll
         for (int kstep = 0; kstep < D / 16; ++kstep) {
             std::uint32_t kb[2][2];
-#pragma unroll
-            for (int n = 0; n < 2; ++n) {
-                // B(k = dim, n = token): token chunk*16 + n*8 + gid, dims kstep*16 + tig*2 (+8)
-                const std::uint8_t* row = ks + (chunk * 16 + n * 8 + gid) * Tile::kRowBytes;
-                kb[n][0] = loadPair<Kv>(row + (kstep * 16 + tig * 2) * Kv::kBytes);
-                kb[n][1] = loadPair<Kv>(row + (kstep * 16 + tig * 2 + 8) * Kv::kBytes);
-            }
+            keyOperand(ks, chunk, kstep, kb);
 #pragma unroll
             for (int i = 0; i < kM; ++i)
 #pragma unroll
@@ -170,12 +188,15 @@ template <int D, int MT, class Kv> struct GqaWarp {
                 }
             lRow[i][0] = lRow[i][0] * scaleOld[0] + rowSum[0];
             lRow[i][1] = lRow[i][1] * scaleOld[1] + rowSum[1];
+            // Most chunks leave every row maximum where it was: skip the D/2 multiplies by 1.
+            if (__any_sync(0xffffffffu, scaleOld[0] != 1.f || scaleOld[1] != 1.f)) {
 #pragma unroll
-            for (int n = 0; n < D / 8; ++n) {
-                acc[i][n][0] *= scaleOld[0];
-                acc[i][n][1] *= scaleOld[0];
-                acc[i][n][2] *= scaleOld[1];
-                acc[i][n][3] *= scaleOld[1];
+                for (int n = 0; n < D / 8; ++n) {
+                    acc[i][n][0] *= scaleOld[0];
+                    acc[i][n][1] *= scaleOld[0];
+                    acc[i][n][2] *= scaleOld[1];
+                    acc[i][n][3] *= scaleOld[1];
+                }
             }
             pa[i][0] = packPair<kFp16>(s[i][0][0], s[i][0][1]);
             pa[i][1] = packPair<kFp16>(s[i][0][2], s[i][0][3]);
@@ -185,20 +206,38 @@ template <int D, int MT, class Kv> struct GqaWarp {
     }
 
     /// O += P·V for the chunk: B(k = token, n = dim): tokens chunk*16 + tig*2 (+1, +8, +9),
-    /// dim n*8 + gid.
+    /// dim n*8 + gid. 16-bit KV: one transposed ldmatrix per two n tiles (lane l addresses
+    /// token chunk*16 + ((l/8)%2)*8 + l%8, dims (n + l/16)*8); fp8: converted element pairs.
     __device__ __forceinline__ void accumulate(const std::uint8_t* vs, int chunk,
                                                const std::uint32_t (&pa)[kM][4]) {
-        const std::uint8_t* v0 = vs + (chunk * 16 + tig * 2) * Tile::kRowBytes;
+        if constexpr (Kv::kBytes == 2) {
+            const int lane = gid * 4 + tig;
+            const std::uint8_t* base =
+                vs + (chunk * 16 + ((lane / 8) % 2) * 8 + lane % 8) * Tile::kRowBytes +
+                (lane / 16) * 8 * 2;
 #pragma unroll
-        for (int n = 0; n < D / 8; ++n) {
-            const int colBytes = (n * 8 + gid) * Kv::kBytes;
-            const std::uint32_t vb0 =
-                loadColumnPair<Kv>(v0 + colBytes, v0 + Tile::kRowBytes + colBytes);
-            const std::uint32_t vb1 = loadColumnPair<Kv>(v0 + 8 * Tile::kRowBytes + colBytes,
-                                                         v0 + 9 * Tile::kRowBytes + colBytes);
+            for (int n = 0; n < D / 8; n += 2) {
+                std::uint32_t r[4];
+                ldmatrixX4<true>(r, base + n * 8 * 2);
 #pragma unroll
-            for (int i = 0; i < kM; ++i)
-                mma16816<kFp16>(acc[i][n], pa[i], vb0, vb1);
+                for (int i = 0; i < kM; ++i) {
+                    mma16816<kFp16>(acc[i][n], pa[i], r[0], r[1]);
+                    mma16816<kFp16>(acc[i][n + 1], pa[i], r[2], r[3]);
+                }
+            }
+        } else {
+            const std::uint8_t* v0 = vs + (chunk * 16 + tig * 2) * Tile::kRowBytes;
+#pragma unroll
+            for (int n = 0; n < D / 8; ++n) {
+                const int colBytes = (n * 8 + gid) * Kv::kBytes;
+                const std::uint32_t vb0 =
+                    loadColumnPair<Kv>(v0 + colBytes, v0 + Tile::kRowBytes + colBytes);
+                const std::uint32_t vb1 = loadColumnPair<Kv>(v0 + 8 * Tile::kRowBytes + colBytes,
+                                                             v0 + 9 * Tile::kRowBytes + colBytes);
+#pragma unroll
+                for (int i = 0; i < kM; ++i)
+                    mma16816<kFp16>(acc[i][n], pa[i], vb0, vb1);
+            }
         }
     }
 
