@@ -127,5 +127,7 @@ for r in rows:
     print("%-15s %-7s %4d %4d %6d %3d %-8s %-17s %3d %6.0f %6.0f %5.1f %5.1f %-4s %s" % r)
 print("points: %d, above their ceiling: %d" % (len(rows), sum(1 for r in rows if r[-1] == "ABOVE")))
 PY
-grep -E "^(step|B )|TFLOP|roof" "$OUT/step.txt" | head -8 || true
+grep -vE "^(backend|$)" "$OUT/step.txt" | head -12 || true
+# At most 8 files come back from a lease: keep the logs and JSON in one archive.
+(cd "$OUT" && tar -czf results.tgz --exclude results.tgz --exclude '*.log' -- * && find . -maxdepth 1 \( -name '*.json' -o -name '*.txt' \) -delete)
 say "done"
