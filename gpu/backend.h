@@ -159,8 +159,8 @@ struct Ceilings {
     /// Arithmetic peak of the units a decode kernel uses for each KV dtype, keyed by
     /// dtypeName(): on the CPU, bf16 and fp8_e4m3 KV run on vdpbf16ps where the CPU has
     /// AVX512_BF16 (its peak) and everything else on fp32 FMA (that peak); CUDA bf16/fp16 are
-    /// tensor-core peaks and fp8_e4m3 KV is dequantised to bf16 mma, so it maps to the bf16
-    /// peak. FLOP/s.
+    /// tensor-core peaks and fp8_e4m3 KV is dequantised to fp16 (GQA) or bf16 (MLA) mma, so it
+    /// maps to the higher of the two. FLOP/s.
     std::map<std::string, double> peakFlopPerSecond;
     std::string readKernel; ///< how the read ceiling was taken (the winning kernel, method)
     std::string peakKernel; ///< how the peak was taken

@@ -467,9 +467,12 @@ private:
             }
             const double peak = 2.0 * double(n) * n * n / medianOf(times);
             c->peakFlopPerSecond[std::string(dtypeName(t))] = peak;
-            if (!fp16) // fp8 KV is dequantised to bf16 mma
-                c->peakFlopPerSecond[std::string(dtypeName(KvDtype::Fp8E4m3))] = peak;
         }
+        // fp8 KV is dequantised to fp16 mma (GQA) or bf16 mma (MLA): the higher of the two, so
+        // neither kernel's points can pass their peak.
+        c->peakFlopPerSecond[std::string(dtypeName(KvDtype::Fp8E4m3))] =
+            std::max(c->peakFlopPerSecond[std::string(dtypeName(KvDtype::Bf16))],
+                     c->peakFlopPerSecond[std::string(dtypeName(KvDtype::Fp16))]);
         c->peakKernel = "cublasGemmEx 8192^3, bf16/fp16 in, fp32 accumulate, median of 10";
         return {};
     }

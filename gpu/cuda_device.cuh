@@ -17,18 +17,25 @@ constexpr int kThreads = kWarps * 32;
 
 // --- Element types
 // ---------------------------------------------------------------------------------
-/// Storage tags: the KV element (Kv) and the tensor-core operand type (Mma) it is converted to.
+/// Storage tags: the KV element's bytes, whether the activations (queries, outputs) are fp16
+/// (else bf16), and whether the GQA kernel's mma operands are fp16 (else bf16).
 struct Bf16Kv {
     static constexpr int kBytes = 2;
     static constexpr bool kIsFp16 = false;
+    static constexpr bool kGqaMmaFp16 = false;
 };
 struct Fp16Kv {
     static constexpr int kBytes = 2;
     static constexpr bool kIsFp16 = true;
+    static constexpr bool kGqaMmaFp16 = true;
 };
-struct Fp8Kv { // e4m3, dequantised to bf16 (exact: 3 mantissa bits, exponents fit)
+/// e4m3 with bf16 activations. The MLA kernel dequantises to bf16; the GQA kernel to fp16, one
+/// cvt per pair instead of four (both exact: 3 mantissa bits, exponents fit), with the queries
+/// converted from bf16 to fp16 once per block (exact for the generated inputs, |q| << 65504).
+struct Fp8Kv {
     static constexpr int kBytes = 1;
     static constexpr bool kIsFp16 = false;
+    static constexpr bool kGqaMmaFp16 = true;
 };
 
 /// Two consecutive elements of one row (K operand): packed 2 x mma type, low element first.
@@ -47,6 +54,17 @@ __device__ __forceinline__ std::uint32_t fp8x2ToBf16x2(std::uint16_t two) {
 }
 template <> __device__ __forceinline__ std::uint32_t loadPair<Fp8Kv>(const std::uint8_t* p) {
     return fp8x2ToBf16x2(*reinterpret_cast<const std::uint16_t*>(p));
+}
+/// Two fp8 e4m3 codes (low first) as an fp16x2 operand: one cvt, exact.
+__device__ __forceinline__ std::uint32_t fp8x2ToHalf2(std::uint16_t two) {
+    const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(two), __NV_E4M3);
+    return std::uint32_t(h.x) | (std::uint32_t(h.y) << 16);
+}
+/// A bf16x2 pair as fp16x2 (round to nearest; exact for values fp16 holds).
+__device__ __forceinline__ std::uint32_t bf16x2ToHalf2(std::uint32_t bits) {
+    const __nv_bfloat162 b = *reinterpret_cast<const __nv_bfloat162*>(&bits);
+    const __half2 h = __float22half2_rn(__bfloat1622float2(b));
+    return *reinterpret_cast<const std::uint32_t*>(&h);
 }
 
 /// One element from each of two rows (V operand, k-major): low = row0.

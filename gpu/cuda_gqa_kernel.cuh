@@ -60,7 +60,7 @@ __device__ __forceinline__ void loadGqaStage(std::uint8_t* smem, const GqaSpan& 
 template <int D, int MT, class Kv> struct GqaWarp {
     using Tile = GqaTile<D, MT, Kv>;
     static constexpr int kM = Tile::kMtPerWarp;
-    static constexpr bool kFp16 = Kv::kIsFp16;
+    static constexpr bool kFp16 = Kv::kGqaMmaFp16; // mma operand type
     int gid, tig, way, mtBase; // mma groupID, threadID_in_group; token way, first M tile
     std::uint32_t qa[kM][D / 16][4];
     float acc[kM][D / 8][4];
@@ -83,7 +83,10 @@ template <int D, int MT, class Kv> struct GqaWarp {
             for (int ks = 0; ks < D / 16; ++ks) {
                 const int c = ks * 16 + tig * 2;
                 auto pair = [&](bool valid, std::size_t at) -> std::uint32_t {
-                    return valid ? *reinterpret_cast<const std::uint32_t*>(q + at) : 0u;
+                    if (!valid)
+                        return 0u;
+                    const std::uint32_t bits = *reinterpret_cast<const std::uint32_t*>(q + at);
+                    return kFp16 && !Kv::kIsFp16 ? bf16x2ToHalf2(bits) : bits;
                 };
                 qa[i][ks][0] = pair(r0 < p.group, row0 + c);
                 qa[i][ks][1] = pair(r1 < p.group, row1 + c);
@@ -108,7 +111,7 @@ template <int D, int MT, class Kv> struct GqaWarp {
     /// The K operand of one k step (16 dims) for the chunk's two n8 tiles of 8 tokens:
     /// kb[n][0] dims kstep*16 + tig*2 (+1), kb[n][1] the same + 8, of token chunk*16 + n*8 +
     /// gid. 16-bit KV: one ldmatrix (lane l addresses token chunk*16 + (l/16)*8 + l%8, dims
-    /// + ((l/8)%2)*8); fp8: converted pair loads.
+    /// + ((l/8)%2)*8); fp8: pair loads converted to fp16.
     __device__ __forceinline__ void keyOperand(const std::uint8_t* ks, int chunk, int kstep,
                                                std::uint32_t (&kb)[2][2]) const {
         if constexpr (Kv::kBytes == 2) {
@@ -123,8 +126,10 @@ template <int D, int MT, class Kv> struct GqaWarp {
 #pragma unroll
             for (int n = 0; n < 2; ++n) {
                 const std::uint8_t* row = ks + (chunk * 16 + n * 8 + gid) * Tile::kRowBytes;
-                kb[n][0] = loadPair<Kv>(row + (kstep * 16 + tig * 2) * Kv::kBytes);
-                kb[n][1] = loadPair<Kv>(row + (kstep * 16 + tig * 2 + 8) * Kv::kBytes);
+                kb[n][0] = fp8x2ToHalf2(
+                    *reinterpret_cast<const std::uint16_t*>(row + kstep * 16 + tig * 2));
+                kb[n][1] = fp8x2ToHalf2(
+                    *reinterpret_cast<const std::uint16_t*>(row + kstep * 16 + tig * 2 + 8));
             }
         }
     }
@@ -207,7 +212,8 @@ template <int D, int MT, class Kv> struct GqaWarp {
 
     /// O += P·V for the chunk: B(k = token, n = dim): tokens chunk*16 + tig*2 (+1, +8, +9),
     /// dim n*8 + gid. 16-bit KV: one transposed ldmatrix per two n tiles (lane l addresses
-    /// token chunk*16 + ((l/8)%2)*8 + l%8, dims (n + l/16)*8); fp8: converted element pairs.
+    /// token chunk*16 + ((l/8)%2)*8 + l%8, dims (n + l/16)*8); fp8: element pairs converted to
+    /// fp16.
     __device__ __forceinline__ void accumulate(const std::uint8_t* vs, int chunk,
                                                const std::uint32_t (&pa)[kM][4]) {
         if constexpr (Kv::kBytes == 2) {
@@ -227,13 +233,15 @@ template <int D, int MT, class Kv> struct GqaWarp {
             }
         } else {
             const std::uint8_t* v0 = vs + (chunk * 16 + tig * 2) * Tile::kRowBytes;
+            auto column = [](const std::uint8_t* row0, const std::uint8_t* row1) {
+                return fp8x2ToHalf2(std::uint16_t(*row0 | (std::uint16_t(*row1) << 8)));
+            };
 #pragma unroll
             for (int n = 0; n < D / 8; ++n) {
-                const int colBytes = (n * 8 + gid) * Kv::kBytes;
-                const std::uint32_t vb0 =
-                    loadColumnPair<Kv>(v0 + colBytes, v0 + Tile::kRowBytes + colBytes);
-                const std::uint32_t vb1 = loadColumnPair<Kv>(v0 + 8 * Tile::kRowBytes + colBytes,
-                                                             v0 + 9 * Tile::kRowBytes + colBytes);
+                const int col = n * 8 + gid;
+                const std::uint32_t vb0 = column(v0 + col, v0 + Tile::kRowBytes + col);
+                const std::uint32_t vb1 =
+                    column(v0 + 8 * Tile::kRowBytes + col, v0 + 9 * Tile::kRowBytes + col);
 #pragma unroll
                 for (int i = 0; i < kM; ++i)
                     mma16816<kFp16>(acc[i][n], pa[i], vb0, vb1);
