@@ -91,22 +91,39 @@ template <class Kv> struct MlaWarp {
             acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
     }
 
-    /// Raw scores of tokens 8·warp .. +7 of the stage (one n8 tile), 36 k-steps over 576 dims.
+    /// The A operand (16 rows x 16 columns, row-major, 16-bit) at `base` with row stride
+    /// `stride` bytes: one ldmatrix, lane l addressing row l%8 + ((l/8)%2)*8, column (l/16)*8.
+    __device__ __forceinline__ void loadA(std::uint32_t (&a)[4], const std::uint8_t* base,
+                                          int stride) const {
+        const int lane = gid * 4 + tig;
+        ldmatrixX4<false>(a, base + (lane % 8 + ((lane / 8) % 2) * 8) * stride + (lane / 16) * 16);
+    }
+
+    /// Raw scores of tokens 8·warp .. +7 of the stage (one n8 tile), 36 k-steps over 576 dims,
+    /// two per pass: 16-bit KV loads both steps' K operands with one ldmatrix (lane l addresses
+    /// token 8·warp + l%8, dims + (l/8)·8), fp8 converts pairs.
     __device__ __forceinline__ void scores(const std::uint8_t* cs, const std::uint8_t* qs,
                                            float (&s)[4]) const {
         s[0] = s[1] = s[2] = s[3] = 0.f;
+        const int lane = gid * 4 + tig;
         const std::uint8_t* krow = cs + (warp * 8 + gid) * Tile::kRowBytes;
-        const std::uint8_t* q0 = qs + gid * Tile::kQRowBytes;
-        const std::uint8_t* q1 = q0 + 8 * Tile::kQRowBytes;
-#pragma unroll 4
-        for (int kstep = 0; kstep < Tile::kDqk / 16; ++kstep) {
-            const int c = kstep * 16 + tig * 2;
-            const std::uint32_t a[4] = {*reinterpret_cast<const std::uint32_t*>(q0 + c * 2),
-                                        *reinterpret_cast<const std::uint32_t*>(q1 + c * 2),
-                                        *reinterpret_cast<const std::uint32_t*>(q0 + (c + 8) * 2),
-                                        *reinterpret_cast<const std::uint32_t*>(q1 + (c + 8) * 2)};
-            mma16816<kFp16>(s, a, loadPair<Kv>(krow + c * Kv::kBytes),
-                            loadPair<Kv>(krow + (c + 8) * Kv::kBytes));
+        const std::uint8_t* kmat = cs + (warp * 8 + lane % 8) * Tile::kRowBytes + (lane / 8) * 16;
+#pragma unroll 2
+        for (int kstep = 0; kstep < Tile::kDqk / 16; kstep += 2) {
+            std::uint32_t kb[4];
+            if constexpr (Kv::kBytes == 2) {
+                ldmatrixX4<false>(kb, kmat + kstep * 16 * 2);
+            } else {
+#pragma unroll
+                for (int h = 0; h < 4; ++h)
+                    kb[h] = loadPair<Kv>(krow + (kstep * 16 + h * 8 + tig * 2) * Kv::kBytes);
+            }
+#pragma unroll
+            for (int k2 = 0; k2 < 2; ++k2) {
+                std::uint32_t a[4];
+                loadA(a, qs + (kstep + k2) * 16 * 2, Tile::kQRowBytes);
+                mma16816<kFp16>(s, a, kb[2 * k2], kb[2 * k2 + 1]);
+            }
         }
     }
 
@@ -167,26 +184,42 @@ template <class Kv> struct MlaWarp {
                 tileSum += sm.redSum[w * 16 + gid + 8 * r];
             lRow[r] = lRow[r] * scaleOld[r] + tileSum;
         }
+        // Most stages leave every row maximum where it was (the same in every warp): skip the
+        // multiplies by 1.
+        if (__any_sync(0xffffffffu, scaleOld[0] != 1.f || scaleOld[1] != 1.f)) {
 #pragma unroll
-        for (int n = 0; n < kN; ++n) {
-            acc[n][0] *= scaleOld[0];
-            acc[n][1] *= scaleOld[0];
-            acc[n][2] *= scaleOld[1];
-            acc[n][3] *= scaleOld[1];
+            for (int n = 0; n < kN; ++n) {
+                acc[n][0] *= scaleOld[0];
+                acc[n][1] *= scaleOld[0];
+                acc[n][2] *= scaleOld[1];
+                acc[n][3] *= scaleOld[1];
+            }
         }
     }
 
     /// O[:, 128·warp ..] += P (16 x 32) · C[tokens, dims]: two k16 steps over the tokens.
+    /// 16-bit KV: one transposed ldmatrix per two n tiles (lane l addresses token kstep·16 +
+    /// ((l/8)%2)·8 + l%8, dims 128·warp + (n + l/16)·8); fp8: converted element pairs.
     __device__ __forceinline__ void accumulate(const std::uint8_t* cs, const std::uint8_t* ps) {
+        const int lane = gid * 4 + tig;
 #pragma unroll
         for (int kstep = 0; kstep < Tile::kTokens / 16; ++kstep) {
+            std::uint32_t a[4];
+            loadA(a, ps + kstep * 16 * 2, Tile::kPRowBytes);
+            if constexpr (Kv::kBytes == 2) {
+                const std::uint8_t* base =
+                    cs + (kstep * 16 + ((lane / 8) % 2) * 8 + lane % 8) * Tile::kRowBytes +
+                    (warp * Tile::kDvPerWarp + (lane / 16) * 8) * 2;
+#pragma unroll
+                for (int n = 0; n < kN; n += 2) {
+                    std::uint32_t r[4];
+                    ldmatrixX4<true>(r, base + n * 8 * 2);
+                    mma16816<kFp16>(acc[n], a, r[0], r[1]);
+                    mma16816<kFp16>(acc[n + 1], a, r[2], r[3]);
+                }
+                continue;
+            }
             const int c = kstep * 16 + tig * 2;
-            const std::uint32_t a[4] = {
-                *reinterpret_cast<const std::uint32_t*>(ps + gid * Tile::kPRowBytes + c * 2),
-                *reinterpret_cast<const std::uint32_t*>(ps + (gid + 8) * Tile::kPRowBytes + c * 2),
-                *reinterpret_cast<const std::uint32_t*>(ps + gid * Tile::kPRowBytes + (c + 8) * 2),
-                *reinterpret_cast<const std::uint32_t*>(ps + (gid + 8) * Tile::kPRowBytes +
-                                                        (c + 8) * 2)};
             const std::uint8_t* v0 = cs + c * Tile::kRowBytes; // token kstep*16 + tig*2
 #pragma unroll
             for (int n = 0; n < kN; ++n) {
