@@ -154,11 +154,15 @@ template <int D, int MT, class Kv> struct GqaWarp {
         }
     }
 
-    /// Online softmax of the chunk's scores (token of column 0: tokBase; masked from nTok on):
-    /// new row maxima, the accumulators rescaled, and P as the A operand of P·V (the C layout
-    /// of two n8 tiles is the A layout of 16 rows x 16 tokens).
+    /// Online softmax of the chunk's raw scores (token of column 0: tokBase; masked from nTok
+    /// on, which only the last chunk of a split needs): new row maxima (log2 domain), the
+    /// accumulators rescaled, and P as the A operand of P·V (the C layout of two n8 tiles is the
+    /// A layout of 16 rows x 16 tokens). The scale is applied to the two row maxima and folded
+    /// into each exponent's FFMA; the row sums add P before it is rounded to the operand type,
+    /// as FlashAttention does.
     __device__ __forceinline__ void softmax(float (&s)[kM][2][4], int tokBase, int nTok,
                                             float scaleLog2, std::uint32_t (&pa)[kM][4]) {
+        const bool partial = tokBase + 16 > nTok; // the same in the whole warp
 #pragma unroll
         for (int i = 0; i < kM; ++i) {
             float rowMax[2] = {-INFINITY, -INFINITY};
@@ -166,17 +170,14 @@ template <int D, int MT, class Kv> struct GqaWarp {
             for (int n = 0; n < 2; ++n)
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
-                    const int tok = tokBase + n * 8 + tig * 2 + (e & 1);
-                    float x = s[i][n][e] * scaleLog2;
-                    if (tok >= nTok)
-                        x = -INFINITY;
-                    s[i][n][e] = x;
-                    rowMax[e >> 1] = fmaxf(rowMax[e >> 1], x);
+                    if (partial && tokBase + n * 8 + tig * 2 + (e & 1) >= nTok)
+                        s[i][n][e] = -INFINITY;
+                    rowMax[e >> 1] = fmaxf(rowMax[e >> 1], s[i][n][e]);
                 }
             float scaleOld[2];
 #pragma unroll
             for (int r = 0; r < 2; ++r) {
-                const float mNew = fmaxf(mRow[i][r], quadMax(rowMax[r]));
+                const float mNew = fmaxf(mRow[i][r], quadMax(rowMax[r]) * scaleLog2);
                 const float mUse = mNew == -INFINITY ? 0.f : mNew;
                 scaleOld[r] = fastExp2(mRow[i][r] - mUse);
                 mRow[i][r] = mNew;
@@ -187,7 +188,7 @@ template <int D, int MT, class Kv> struct GqaWarp {
             for (int n = 0; n < 2; ++n)
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
-                    const float pr = roundToOperand<kFp16>(fastExp2(s[i][n][e] - rowMax[e >> 1]));
+                    const float pr = fastExp2(fmaf(s[i][n][e], scaleLog2, -rowMax[e >> 1]));
                     s[i][n][e] = pr;
                     rowSum[e >> 1] += pr;
                 }
