@@ -201,9 +201,11 @@ public:
         const std::int64_t baseBlocks =
             mla ? s.batch * ((s.qHeads + 15) / 16) : s.batch * s.kvHeads;
         const DecodeCounts counts = countDecode(s);
-        // fp8 KV is converted to bf16 in registers before the mma; on an H200 that made g 8
-        // (16 FLOP/byte) need two blocks per SM as bf16 does from 24 (one block per SM: 49% of
-        // the read ceiling, three: 67%), so the conversion counts as 16 FLOP/byte more.
+        // fp8 KV is converted in registers before the mma; on an H200 that made g 8 (16
+        // FLOP/byte) need two blocks per SM as bf16 does from 24 (one block per SM: 49% of the
+        // read ceiling, three: 67%, with the four-instruction bf16 conversion; three still
+        // measured 75-77% with today's one-cvt fp16 one), so the conversion counts as 16
+        // FLOP/byte more.
         const double convert = s.dtype == KvDtype::Fp8E4m3 ? 16.0 : 0.0;
         const SplitWork work{mla ? int(std::min<std::int64_t>(s.qHeads, 16)) : int(s.groupSize()),
                              counts.flops / std::max(1.0, counts.kvBytes) + convert};
