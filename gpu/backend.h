@@ -116,10 +116,10 @@ struct Measurement {
     std::string readCeilingKernel;                      ///< the read kernel that won
     /// The read ceiling paired with the repeats, byte/s: before every timed repeat (and after
     /// the last) one piece of the point's bytes is read by one of the family's best kernels,
-    /// taking turns, and each repeat is set against the faster of its two neighbouring pieces,
-    /// so a repeat and its ceiling see the same moment of a machine whose bandwidth moves
-    /// within seconds. This is bytesPerSecond over the median of the repeats' fractions (so
-    /// %read is that median); 0 when the backend reads no pieces.
+    /// taking turns, and each repeat is set against the fastest of the pieces right after it,
+    /// right before it and before that, so a repeat and its ceiling see the same moment of a
+    /// machine whose bandwidth moves within seconds. This is bytesPerSecond over the median of the
+    /// repeats' fractions (so %read is that median); 0 when the backend reads no pieces.
     double readCeilingPaired = 0;
     int pairedPieces = 0; ///< pieces read between the repeats (repeats + 1)
     /// The point's read ceiling: the paired one, else the max of before and after.

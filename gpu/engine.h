@@ -40,6 +40,7 @@ public:
     }
     /// One piece of about `pointBytes` of cold memory read by the `which`-th best read kernel
     /// of the family (which = 0, 1, ...; it wraps): the ceiling paired with one timed repeat.
+    /// The CPU engine reads a cold input set of the prepared point itself (the same pages).
     /// False when the engine reads no pieces.
     virtual bool ceilingPiece(int which, double pointBytes, double* readBytesPerSecond,
                               std::string* readKernel) {

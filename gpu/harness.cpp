@@ -395,15 +395,20 @@ private:
         return {};
     }
 
-    /// Each repeat against the faster of the pieces right before and right after it: the
-    /// median of the repeats' fractions of their ceilings gives the paired ceiling, and the
-    /// kernel that gave most repeats their ceiling is named.
+    /// Each repeat against the fastest of the pieces around it (right after it, right before
+    /// it and the one before that: an engine that rotates up to three read kernels has each of
+    /// them next to every repeat but the first): the median of the repeats' fractions of their
+    /// ceilings gives the paired ceiling, and the kernel that gave most repeats their ceiling
+    /// is named.
     static void pairRepeats(const std::vector<double>& times, const std::vector<double>& pieces,
                             const std::vector<std::string>& kernels, Measurement* m) {
         std::vector<double> fractions;
         std::map<std::string, int> wins;
         for (std::size_t r = 0; r < times.size(); ++r) {
-            const std::size_t best = pieces[r] >= pieces[r + 1] ? r : r + 1;
+            std::size_t best = r + 1;
+            for (std::size_t i = r > 0 ? r - 1 : 0; i <= r; ++i)
+                if (pieces[i] > pieces[best])
+                    best = i;
             fractions.push_back(m->bytes / times[r] / pieces[best]);
             ++wins[kernels[best]];
         }

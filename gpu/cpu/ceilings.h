@@ -37,18 +37,30 @@ public:
                  std::int64_t memoryBudget);
     /// Every family on every thread count up to the pool's size.
     Ceilings measure(const Progress& progress);
-    /// The best read kernels of the last measure() and the dtype's winning peak kernel: the
-    /// ceilings a point is placed against. One pass over the buffer per kernel, timed in
-    /// pieces of about `pointBytes` (at least 1 MiB per thread); the ceiling is the fastest
-    /// piece, as the point's repeats are runs of that size. The peak likewise: the fastest of
-    /// 16 short runs of the unit's winning chain kernel.
+    /// The piece kernels of the last measure() (the two best reads and the best with software
+    /// prefetch) and the dtype's winning peak kernel: the ceilings a point is placed against. One
+    /// pass over the buffer per kernel, timed in pieces of about `pointBytes` (at least 1 MiB per
+    /// thread); the ceiling is the fastest piece, as the point's repeats are runs of that size. The
+    /// peak likewise: the fastest of 16 short runs of the unit's winning chain kernel.
     bool spot(ComputeUnit unit, double pointBytes, double* readBytesPerSecond,
               double* peakFlopPerSecond, std::string* readKernel);
 
     /// One piece of about `pointBytes` (at least 1 MiB per thread) read by the `which`-th of
-    /// the best read kernels (wrapping) at a cursor that walks the buffer, so each piece is
+    /// the piece kernels (wrapping) at a cursor that walks the buffer, so each piece is
     /// cold: the last read of its bytes was a whole buffer (4x the LLC) ago.
     bool piece(int which, double pointBytes, double* readBytesPerSecond, std::string* readKernel);
+
+    /// A span of memory another owner holds (an input set of the point).
+    struct Region {
+        const std::uint8_t* data;
+        std::int64_t bytes;
+    };
+    /// One piece read from `regions` (each split among the threads, in 64 KiB granules) by the
+    /// `which`-th of the piece kernels: a ceiling measured on the very pages a point reads, so
+    /// it sees their backing (a VM's host pages are not all equally fast) and not the
+    /// meter's. False when the regions hold less than a granule per thread.
+    bool pieceOf(int which, const std::vector<Region>& regions, double* readBytesPerSecond,
+                 std::string* readKernel);
 
     /// The winning chain kernel's FLOP/s of a unit in the last measure() (FMA's if the unit was
     /// not measured).
@@ -77,8 +89,9 @@ private:
     std::vector<ComputeKernel> computes_;
     Buffer buffer_;
     std::int64_t bufferBytes_ = 0;
-    std::int64_t pieceCursor_ = 0;    // where the next paired piece starts
-    std::vector<Ranked> rankedReads_; // best first
+    std::int64_t pieceCursor_ = 0;     // where the next paired piece starts
+    std::vector<Ranked> rankedReads_;  // best first
+    std::vector<Ranked> pieceKernels_; // read by spot() and piece(): see measureDram
     std::size_t winnerFor(KvDtype d) const;
     std::size_t winner_[3] = {0, 0, 0}; // per ComputeUnit
     double best_[3] = {0, 0, 0};
