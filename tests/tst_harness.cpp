@@ -15,7 +15,7 @@ using kvscope::gpu::testing::gqa;
 namespace {
 
 /// Pieces read 200, 210, 220, ... MB/s in call order (kernels "k0" / "k1" in turn); repeat r
-/// runs at kFractions[r] of the piece after it, the faster of its two neighbours.
+/// runs at kFractions[r] of the piece after it, the fastest of the pieces around it.
 class ScriptedEngine final : public kvscope::gpu::testing::WrappedCpuEngine {
 public:
     static constexpr double kFractions[7] = {0.60, 0.58, 0.56, 0.54, 0.52, 0.50, 0.48};
@@ -57,7 +57,7 @@ class TestHarness : public QObject {
 
 private Q_SLOTS:
     /// Seven repeats (0.2 s pass after four: the minimum of seven rules), eight pieces. Each
-    /// repeat's ceiling is the piece after it (the faster neighbour); the median fraction is
+    /// repeat's ceiling is the piece after it (the fastest around it); the median fraction is
     /// 0.54 (repeat 3, against 240 MB/s), so the paired ceiling is 240 MB/s, not the fastest
     /// piece (270 MB/s), and k1 gave four of the seven repeats their ceiling.
     void pairsEveryRepeatWithItsNeighbouringPieces() {
