@@ -26,7 +26,10 @@ std::string show(const ExplainTerm& t, double v) {
 }
 
 std::string percent(double v) {
-    return (v >= 0 ? "+" : "") + fixed(100.0 * v, 1) + "%";
+    std::string out = v >= 0 ? "+" : ""; // appended: see schema_codecs.cpp's quoted()
+    out += fixed(100.0 * v, 1);
+    out += "%";
+    return out;
 }
 
 const ExplainTerm* findTerm(const LogExplanation& e, const std::string& key) {

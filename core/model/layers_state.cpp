@@ -222,9 +222,10 @@ Result<std::int64_t> stateDtypeBytes(const std::string& name, const std::string&
     if (name == "bfloat16" || name == "float16" || name == "half" || name == "bf16" ||
         name == "fp16")
         return std::int64_t{2};
-    return makeError(field, "\"" + sanitizeForMessage(name) +
-                                "\" is not a state dtype kvscope knows (float32, bfloat16, "
-                                "float16)");
+    std::string message = "\""; // appended: see schema_codecs.cpp's quoted()
+    message += sanitizeForMessage(name);
+    message += "\" is not a state dtype kvscope knows (float32, bfloat16, float16)";
+    return makeError(field, message);
 }
 
 /// The SSM/recurrent state dtype: the config's mamba_ssm_cache_dtype / mamba_ssm_dtype (vLLM
