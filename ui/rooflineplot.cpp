@@ -302,12 +302,14 @@ void RooflinePlot::addRoofs(const Frame& f,
         fp32->setData({r32, x1}, {fp, fp}, true);
         fp32->setPen(QPen(mutedColor(), 2, Qt::DashLine));
         // Two lines, to fit the stretches the ridge line and the slope leave it: under its
-        // right end, over its left end (left of the slope), or between the slope and the ridge.
+        // right end, over it (the callout may take the space under), over its left end (left
+        // of the slope), or between the slope and the ridge.
         auto* t = addLabel(x1 / 1.1, fp / gap, tr("fp32 non-tensor\n%1").arg(q(humanFlops(fp))),
                            Qt::AlignRight | Qt::AlignTop, mutedColor(), 0.95);
         t->setTextAlignment(Qt::AlignRight);
         labels.push_back({t,
                           {{x1 / 1.1, fp / gap, Qt::AlignRight | Qt::AlignTop},
+                           {x1 / 1.1, fp * gap, Qt::AlignRight | Qt::AlignBottom},
                            {r32 / 1.1, fp * gap, Qt::AlignRight | Qt::AlignBottom},
                            {r32 * 1.15, fp / gap, Qt::AlignLeft | Qt::AlignTop}}});
     }
@@ -468,7 +470,9 @@ void RooflinePlot::addMeasured(const Frame& f) {
             r > bw / 3 ? std::array{14.0, 30.0} : std::array{1.6, 4.0};
         for (const double k : under)
             spots.push_back({f.x0 * k, r * f.x0 * k / 1.8, Qt::AlignLeft | Qt::AlignTop});
-        for (const double k : {1.6, 4.0, 10.0})
+        // Over it, from the left; the last two sit right of where the measured points of a
+        // sweep usually end, clear of the callout under the flat roof.
+        for (const double k : {1.6, 4.0, 10.0, 25.0, 60.0})
             spots.push_back({f.x0 * k, r * f.x0 * k * 1.8, Qt::AlignLeft | Qt::AlignBottom});
         auto* label =
             addLabel(spots.front().x, spots.front().y, tr("measured %1").arg(q(humanBandwidth(r))),
