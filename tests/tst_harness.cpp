@@ -4,6 +4,7 @@
 #include "decode_shapes.h"
 #include "gpu/backend.h"
 #include "gpu/engine.h"
+#include "gpu/measurement_json.h"
 #include "wrapped_engine.h"
 
 #include <QtTest>
@@ -75,6 +76,58 @@ private Q_SLOTS:
         QVERIFY2(std::abs(r.fractionRead - 0.54) < 1e-9,
                  qPrintable(QString::number(r.fractionRead)));
         QVERIFY(!r.aboveCeiling);
+    }
+
+    /// What an H200 measured with scripts/gpu-check.sh (tests/data/measurements): each file
+    /// loads, its read ceiling is the best of the eight-kernel family and under the L2 line,
+    /// every point was paired with pieces and sits under its own ceilings, and the Llama-3-70B
+    /// sweep keeps the order the chapter predicts (MHA nearest the roof, MQA furthest).
+    void h200MeasurementsStayUnderTheirCeilings_data() {
+        QTest::addColumn<QString>("file");
+        QTest::addColumn<int>("points");
+        for (auto [name, n] : {std::pair{"h200-llama70b-bf16", 7},
+                               {"h200-llama70b-fp8", 7},
+                               {"h200-llama8b-fp16", 6},
+                               {"h200-llama8b-b1-bf16", 6},
+                               {"h200-dsv3-tp8", 9},
+                               {"h200-dsv3-tp1", 9}})
+            QTest::newRow(name) << QString::fromLatin1(name) << n;
+    }
+    void h200MeasurementsStayUnderTheirCeilings() {
+        QFETCH(QString, file);
+        QFETCH(int, points);
+        const std::string path = std::string(KVSCOPE_SOURCE_DIR) + "/tests/data/measurements/" +
+                                 file.toStdString() + ".json";
+        MeasurementSet set;
+        std::string err;
+        QVERIFY2(loadMeasurementJson(path, &set, &err), err.c_str());
+        QCOMPARE(set.backend, std::string("cuda"));
+        QCOMPARE(set.device, std::string("NVIDIA H200"));
+        const Ceilings& c = set.ceilings;
+        QVERIFY(c.readBytesPerSecond > 4.3e12 && c.readBytesPerSecond < 4.8e12); // HBM3e 4.8 TB/s
+        QCOMPARE(int(c.readFamily.size()), 8);
+        QCOMPARE(c.readFamily.front().value, c.readBytesPerSecond);
+        QVERIFY(c.l2ReadBytesPerSecond > 3 * c.readBytesPerSecond);
+        QCOMPARE(int(set.points.size()), points);
+        for (const Measurement& m : set.points) {
+            QVERIFY2(m.ok && m.maxRelError < m.errorBound, m.variant.c_str());
+            QCOMPARE(m.pairedPieces, m.repeats + 1);
+            const double peak = m.peakCeiling() > 0 ? m.peakCeiling() : c.peakFor(m.shape.dtype);
+            const RoofPlacement r = placeOnRoof(m, m.readCeiling(), peak);
+            QVERIFY2(!r.aboveCeiling,
+                     qPrintable(QString::fromStdString(m.variant) + QLatin1Char(' ') +
+                                QString::number(r.fractionRead)));
+            QVERIFY(m.bytesPerSecond <= (1 + kCeilingTolerance) * c.readBytesPerSecond);
+        }
+        if (file == QLatin1String("h200-llama70b-bf16")) {
+            const auto fraction = [&](std::size_t i) {
+                return placeOnRoof(set.points[i], set.points[i].readCeiling(), 0).fractionRead;
+            };
+            QCOMPARE(set.points.front().variant, std::string("MHA"));
+            QCOMPARE(set.points.back().variant, std::string("MQA"));
+            QVERIFY(fraction(0) > 0.9);                             // 95.5% when measured
+            QVERIFY(fraction(set.points.size() - 1) < fraction(0)); // 49%: latency-bound g 64
+        }
     }
 };
 
