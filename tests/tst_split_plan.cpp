@@ -98,7 +98,8 @@ private Q_SLOTS:
     void shortSplitsScoreLower() {
         const double long_ = splitScore(4096, 8192, gqaBf16(8), 4, kH200);
         const double short_ = splitScore(4096, 8192, gqaBf16(8), 64, kH200);
-        QVERIFY2(short_ < long_ * 0.8, qPrintable(QStringLiteral("%1 vs %2").arg(short_).arg(long_)));
+        QVERIFY2(short_ < long_ * 0.8,
+                 qPrintable(QStringLiteral("%1 vs %2").arg(short_).arg(long_)));
     }
 };
 
