@@ -48,8 +48,6 @@ double seconds(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-/// Read kernels re-timed around every point: the two best of the family.
-
 std::string mib(std::int64_t bytes) {
     return std::to_string(bytes >> 20) + " MiB";
 }
@@ -328,12 +326,17 @@ bool CeilingMeter::spot(ComputeUnit unit, double pointBytes, double* read, doubl
     return true;
 }
 
+const CeilingMeter::Ranked* CeilingMeter::pieceKernel(int which) {
+    if ((!measured_ && !measure({}).ok) || pieceKernels_.empty())
+        return nullptr;
+    return &pieceKernels_[std::size_t(which) % pieceKernels_.size()];
+}
+
 bool CeilingMeter::piece(int which, double pointBytes, double* read, std::string* kernel) {
-    if (!measured_ && !measure({}).ok)
+    const Ranked* pk = pieceKernel(which);
+    if (!pk)
         return false;
-    if (pieceKernels_.empty())
-        return false;
-    const Ranked& r = pieceKernels_[std::size_t(which) % pieceKernels_.size()];
+    const Ranked& r = *pk;
     const std::int64_t perThread = pieceBytesPerThread(r.threads, std::int64_t(pointBytes));
     const std::int64_t bytes = perThread * r.threads;
     // Paired pieces walk the part of the buffer the spot pieces (the first 2x LLC) leave, when
@@ -349,11 +352,10 @@ bool CeilingMeter::piece(int which, double pointBytes, double* read, std::string
 
 bool CeilingMeter::pieceOf(int which, const std::vector<Region>& regions, double* read,
                            std::string* kernel) {
-    if (!measured_ && !measure({}).ok)
+    const Ranked* pk = pieceKernel(which);
+    if (!pk)
         return false;
-    if (pieceKernels_.empty())
-        return false;
-    const Ranked& r = pieceKernels_[std::size_t(which) % pieceKernels_.size()];
+    const Ranked& r = *pk;
     const ReadKernel& k = reads_[r.kernel];
     std::int64_t total = 0;
     for (const Region& g : regions)

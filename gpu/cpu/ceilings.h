@@ -72,6 +72,9 @@ private:
         unsigned threads;
         double value;
     };
+    /// The `which`-th piece kernel (wrapping), measuring the families first if need be;
+    /// nullptr when there is none.
+    const Ranked* pieceKernel(int which);
     std::string prepareBuffer();
     double timeRead(const ReadKernel& k, unsigned threads, std::int64_t bytesPerThread, int passes,
                     int reps, std::int64_t offset = 0);
