@@ -176,7 +176,7 @@ private Q_SLOTS:
             row("mla h3 S47", mla(3, 47, 2, dt));
             row("mla h20 S70", mla(20, 70, 1, dt));
             row("gqa-24 S300", gqa(24, 1, 128, 300, 1, dt)); // 64-token blocks (2 row groups)
-            row("mla h16 S300", mla(16, 300, 1, dt));        // 4 gathered 64-token blocks, then 44
+            row("mla h16 S300", mla(16, 300, 1, dt));        // 2 gathered 128-token blocks, then 44
         };
         for (KvDtype dt : {KvDtype::Bf16, KvDtype::Fp8E4m3})
             for (const char* k : {"", "amx", "bf16dot"})

@@ -65,13 +65,16 @@ using namespace amx;
 /// (log2 units): weights stay <= 256, far inside fp32 and bf16 range.
 constexpr float kRescaleLog2 = 8.0f;
 
-/// Tokens per block: 32 (two score tiles, one P·V chunk), or 64 for MLA's 512 value columns and
-/// for more than one group of 16 query rows, whose accumulator tiles are then loaded and
-/// stored once per two chunks. CPU-time bench (NOTES.md, "sixth session"): g 8 32 tokens 20.7,
-/// 64 30, 128 28 ns per token; g 32 with the next block's loads spread over the block
-/// ("tenth session"), 64 / 32 tokens: 0.86-0.88 of the time, in L2 and from DRAM.
+/// Tokens per block: 32 (two score tiles, one P·V chunk), 64 for more than one group of 16 query
+/// rows, whose accumulator tiles are then loaded and stored once per two chunks, and 128 for
+/// MLA, whose 32 accumulator tiles per group (32 KiB, in L2 with the block's 64 KiB of V pairs)
+/// then go through memory once per four chunks. CPU-time bench (NOTES.md, "sixth session"): g 8
+/// 32 tokens 20.7, 64 30, 128 28 ns per token; g 32 with the next block's loads spread over the
+/// block ("tenth session"), 64 / 32 tokens: 0.86-0.88 of the time, in L2 and from DRAM; MLA
+/// ("thirteenth session") 128 / 64 tokens: h 16 0.91 (bf16) and 0.92 (fp8) of the time in L2,
+/// 0.97-0.99 from DRAM, h 128 0.97; 256 tokens 1.16 from DRAM.
 constexpr int blockTokens(int valueDim, int groups) {
-    return valueDim >= 512 || groups > 1 ? 64 : 32;
+    return valueDim >= 512 ? 128 : groups > 1 ? 64 : 32;
 }
 
 /// Q^T as B tiles: tile (grp, c) row k, lane n = (q[16 grp + n][32c + 2k], [.. + 1]), a 16 x 16
