@@ -198,8 +198,7 @@ KVSCOPE_VBMI_TARGET __attribute__((noinline)) inline void fp8RowsToBf16Vbmi(cons
 }
 #endif
 
-/// AVX512_VBMI (vpermb) is present (and this build has the bf16 kernel); checked
-/// once.
+/// AVX512_VBMI (vpermb) is present (and this build has the bf16 kernel); checked once.
 inline bool cpuHasVbmi() {
 #if KVSCOPE_HAVE_BF16_KERNEL
     static const bool ok =
