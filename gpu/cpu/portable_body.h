@@ -291,11 +291,12 @@ KVSCOPE_PK_INLINE void softmaxWide(std::int64_t n, std::int64_t rPad, int v, Scr
 }
 
 /// O = alpha O + P V for RB rows from r0, PC output vectors per pass: each V vector loaded once
-/// feeds RB rows' accumulators. Row r's probability of token i is sc.p[r·pRow + i·pTok]. The
-/// first pass prefetches `next`, the next tile, a token per step (row_map.h's NextTile).
+/// feeds RB rows' accumulators. Row r's probability of token i is sc.p[r·pRow + i·pTok]. Each
+/// step of the first output block takes its turn at prefetching the next tile (row_map.h's
+/// SpreadTile).
 template <int W, int DV, int RB, KvDtype S>
 KVSCOPE_PK_INLINE void pvRows(const TileRows& v, std::int64_t n, std::int64_t r0, std::int64_t pRow,
-                              std::int64_t pTok, Scratch& sc, const NextTile& next) {
+                              std::int64_t pTok, Scratch& sc, SpreadTile& next) {
     using F = typename Lanes<W>::F;
     constexpr int NV = DV / W, PC = NV < Blocking<W>::PC ? NV : Blocking<W>::PC;
     static_assert(NV % PC == 0, "P V pass shape");
@@ -318,7 +319,7 @@ KVSCOPE_PK_INLINE void pvRows(const TileRows& v, std::int64_t n, std::int64_t r0
                 p[r] = splatW<W>(pr[r][i * pTok]);
             const std::uint8_t* vr = v.row[i];
             if (cb == 0)
-                next.prefetch(int(i));
+                next.step();
             for (int j = 0; j < PC; ++j) {
                 const F vj = loadRowW<W, S>(vr, (cb + j) * W);
                 for (int r = 0; r < RB; ++r)
@@ -332,12 +333,14 @@ KVSCOPE_PK_INLINE void pvRows(const TileRows& v, std::int64_t n, std::int64_t r0
 }
 
 /// P V for every row, RB rows at a time, then one block of the remaining rows (RB <= 3); the
-/// first pass prefetches the next tile.
+/// next tile is prefetched evenly over all the passes.
 template <int W, int DV, int RB, KvDtype S>
 KVSCOPE_PK_INLINE void pvAllRows(const TileRows& v, std::int64_t n, std::int64_t nRows,
-                                 std::int64_t pRow, std::int64_t pTok, Scratch& sc, NextTile next) {
+                                 std::int64_t pRow, std::int64_t pTok, Scratch& sc,
+                                 const NextTile& nextTile) {
+    SpreadTile next(nextTile, int((nRows + RB - 1) / RB), int(kTileTokens));
     std::int64_t r0 = 0;
-    for (; r0 + RB <= nRows; r0 += RB, next.lines = 0)
+    for (; r0 + RB <= nRows; r0 += RB)
         pvRows<W, DV, RB, S>(v, n, r0, pRow, pTok, sc, next);
     if constexpr (RB > 2) {
         if (nRows - r0 == 2)
@@ -435,7 +438,7 @@ KVSCOPE_PK_INLINE void attendPortable(const Segment& sg, Scratch& sc) {
             decodeTile<W, DV>(sg.dtype, at.v, n, sc.v.data());
             scratchRows(sc.v.data(), DV, vr);
         }
-        const NextTile next = gp.next(sg, i); // prefetched by the first P V pass
+        const NextTile next = gp.next(sg, i); // prefetched over the P V passes
         if (wide) {                           // K decoded, V fp32 (decoded or in the cache)
             scoreTileWide<W, DK>(kf, sc.qt.data(), rPad, sc.s.data());
             for (int v = 0; v < int(rPad / W); ++v)

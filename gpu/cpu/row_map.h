@@ -60,6 +60,24 @@ struct NextTile {
     }
 };
 
+/// The next tile's rows prefetched over every P·V pass of this one rather than its first: with
+/// `passes` passes of a full tile's steps each, one token's rows every `passes` steps. With many
+/// query rows (many passes) the first pass alone is a fraction of the tile's time, and its
+/// prefetches then wait for line fill buffers in a burst while the compute stands still.
+struct SpreadTile {
+    NextTile next;
+    int every = 1, countdown = 1, token = 0, tokens = 0;
+    SpreadTile(const NextTile& nt, int passes, int tileTokens)
+        : next(nt), every(passes), tokens(nt.lines ? tileTokens : 0) {}
+    void step() {
+        if (--countdown > 0)
+            return;
+        countdown = every;
+        if (token < tokens)
+            next.prefetch(token++);
+    }
+};
+
 /// Sub-streams of a gathered tile, as a shift: 8 for the vdpbf16ps and portable kernels (their
 /// score calls take 8 or 16 rows, P·V pairs of rows; against 16: g 1 0.93-0.96, g 2 0.91-0.95,
 /// fp8 g 1 0.72-0.90 of the time from DRAM, 0.98 in L2, NOTES.md "seventh session"), 16 for the
