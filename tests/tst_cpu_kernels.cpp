@@ -1,13 +1,18 @@
 // The CPU kernels below the engine: paths the engine's random inputs do not reach.
 #include "gpu/cpu/amx_kernel.h"
 #include "gpu/cpu/bf16_simd.h"
+#include "gpu/cpu/ceiling_kernels.h"
+#include "gpu/cpu/ceilings.h"
 #include "gpu/cpu/portable_kernel.h"
+#include "gpu/cpu/thread_pool.h"
 #include "gpu/engine.h"
 #include "gpu/numerics.h"
 
 #include <QtTest>
 #include <cmath>
 #include <cstring>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <vector>
 
 using namespace kvscope::gpu;
@@ -298,6 +303,32 @@ private Q_SLOTS:
         // The default is the VBMI decoder where the CPU has it: the comparison is not vacuous.
         QCOMPARE(detail::cpu::fp8Decoder() == detail::cpu::Fp8Decoder::Vbmi,
                  bool(detail::cpu::cpuHasVbmi()));
+    }
+    /// A ceiling piece read from a point's own inputs stays inside them: each region ends at a
+    /// PROT_NONE guard page, so a read rounded up past a small region faults here.
+    void ceilingPieceStaysInsideItsRegions() {
+        namespace cpu = detail::cpu;
+        cpu::ThreadPool pool(2);
+        cpu::CeilingMeter meter(pool, cpu::lastLevelCacheBytes(), cpu::cacheLevelBytes(2),
+                                256ll << 20);
+        const std::int64_t page = sysconf(_SC_PAGESIZE), granule = cpu::kReadGranule;
+        const std::int64_t mapped = 4 * granule + page;
+        void* m = mmap(nullptr, std::size_t(mapped), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        QVERIFY(m != MAP_FAILED);
+        auto* base = static_cast<std::uint8_t*>(m);
+        std::memset(base, 0x3c, std::size_t(4 * granule));
+        QCOMPARE(mprotect(base + 4 * granule, std::size_t(page), PROT_NONE), 0);
+        const std::uint8_t* end = base + 4 * granule;
+        double read = 0;
+        std::string kernel;
+        // Half a granule (a tiny shape's K): nothing whole to read, so no piece.
+        QVERIFY(!meter.pieceOf(0, {{end - granule / 2, granule / 2}}, &read, &kernel));
+        // 2.5 granules: one whole granule per thread of two, the rest left out.
+        QVERIFY(meter.pieceOf(1, {{end - 5 * granule / 2, 5 * granule / 2}}, &read, &kernel));
+        QVERIFY(read > 0);
+        QVERIFY(!kernel.empty());
+        munmap(m, std::size_t(mapped));
     }
 };
 

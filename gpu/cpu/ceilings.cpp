@@ -40,6 +40,7 @@ std::int64_t sysfsCacheBytes(int wantLevel) {
     return 0;
 }
 
+/// x rounded down to a multiple of `to`, and at least `to`: for buffers the meter owns.
 std::int64_t roundDown(std::int64_t x, std::int64_t to) {
     return std::max(to, x / to * to);
 }
@@ -357,15 +358,20 @@ bool CeilingMeter::pieceOf(int which, const std::vector<Region>& regions, double
         return false;
     const Ranked& r = *pk;
     const ReadKernel& k = reads_[r.kernel];
+    // Each thread's part of a region in whole granules, never rounded up: the regions are the
+    // point's own inputs, and a region under a granule per thread is left out.
+    auto chunkOf = [&](const Region& g) {
+        return g.bytes / r.threads / kReadGranule * kReadGranule;
+    };
     std::int64_t total = 0;
     for (const Region& g : regions)
-        total += roundDown(g.bytes / r.threads, kReadGranule) * r.threads;
+        total += chunkOf(g) * r.threads;
     if (total == 0)
         return false;
     const auto t0 = std::chrono::steady_clock::now();
     pool_.parallelFor(r.threads, [&](std::int64_t t) {
         for (const Region& g : regions) {
-            const std::int64_t chunk = roundDown(g.bytes / r.threads, kReadGranule);
+            const std::int64_t chunk = chunkOf(g);
             if (chunk > 0)
                 sink_[std::size_t(t)] += k.fn(g.data + t * chunk, chunk);
         }
