@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Paired A/B timing of the bf16/fp8 CPU attention kernels: variant A from a git revision, B from
+# Paired A/B timing of the CPU attention kernels (bf16 / fp8 KV: AMX and vdpbf16ps; fp16 / fp32:
+# the portable kernel): variant A from a git revision, B from
 # the working tree, both in one process (gpu/bench/kernel_ab.cpp), timed in alternation.
 #   scripts/kernel-ab.sh [REV] [-- kernel_ab options]     REV defaults to HEAD
 #   scripts/kernel-ab.sh HEAD~1 -- --rows 32 --kv fp8 --rounds 31
@@ -27,7 +28,7 @@ pids=()
 for v in A B; do
     tree="$treeA"
     [ "$v" = B ] && tree="$here"
-    for src in amx_kernel bf16_kernel; do
+    for src in amx_kernel bf16_kernel portable_kernel decode; do
         g++ "${flags[@]}" -I"$tree" -Dcpu="cpu$v" -c "$tree/gpu/cpu/$src.cpp" \
             -o "$out/obj/${src}_$v.o" &
         pids+=($!)

@@ -3,6 +3,11 @@
 #include "ab_variant.h"
 
 #include "gpu/cpu/amx_kernel.h"
+#include "gpu/cpu/portable_kernel.h"
+
+#include <cmath>
+#include <cstring>
+#include <vector>
 
 #define AB_CAT2(a, b) a##b
 #define AB_CAT(a, b) AB_CAT2(a, b)
@@ -10,6 +15,8 @@
 struct AbScratch {
     kvscope::gpu::detail::cpu::ScratchAmx amx;
     kvscope::gpu::detail::cpu::ScratchBf16 dot;
+    kvscope::gpu::detail::cpu::Scratch portable;
+    std::vector<float> q; // the portable kernel's fp32 query rows
 };
 
 AbScratch* AB_CAT(abNewScratch, AB_VARIANT)() {
@@ -19,10 +26,49 @@ void AB_CAT(abFreeScratch, AB_VARIANT)(AbScratch* s) {
     delete s;
 }
 
+namespace {
+
+using kvscope::gpu::KvDtype;
+
+/// The portable kernel on fp16 / fp32 KV; q pre-scaled as the engine does (scale · log2 e).
+void runPortable(const AbShape& shape, const std::uint16_t* q, const std::uint8_t* k,
+                 const std::uint8_t* v, std::int64_t tokens, float* out, float* lse, AbScratch* s) {
+    using namespace kvscope::gpu::detail::cpu;
+    const float scale = 1.4426950f / std::sqrt(float(shape.keyDim));
+    s->q.resize(std::size_t(shape.rows * shape.keyDim));
+    for (std::size_t i = 0; i < s->q.size(); ++i) {
+        const std::uint32_t bits = std::uint32_t(q[i]) << 16;
+        float f;
+        std::memcpy(&f, &bits, sizeof f);
+        s->q[i] = f * scale;
+    }
+    const std::int64_t rowBytes = shape.rowBytes;
+    const Segment sg{s->q.data(),
+                     shape.rows,
+                     shape.keyDim,
+                     shape.valueDim,
+                     k,
+                     shape.mla ? k : v,
+                     rowBytes,
+                     rowBytes,
+                     0,
+                     tokens,
+                     shape.dtype,
+                     out,
+                     lse};
+    portableKernel(portableWidth(), shape.keyDim, shape.valueDim)(sg, s->portable);
+}
+
+} // namespace
+
 void AB_CAT(abRun, AB_VARIANT)(const AbShape& shape, const std::uint16_t* q, const std::uint8_t* k,
                                const std::uint8_t* v, std::int64_t tokens, float* out, float* lse,
                                AbScratch* s) {
     using namespace kvscope::gpu::detail::cpu;
+    if (shape.dtype == KvDtype::Fp16 || shape.dtype == KvDtype::Fp32) {
+        runPortable(shape, q, k, v, tokens, out, lse, s);
+        return;
+    }
     SegmentBf16 sg;
     sg.q = q;
     sg.rows = shape.rows;
@@ -31,7 +77,7 @@ void AB_CAT(abRun, AB_VARIANT)(const AbShape& shape, const std::uint16_t* q, con
     sg.keyRowBytes = sg.valueRowBytes = shape.rowBytes;
     sg.t0 = 0;
     sg.t1 = tokens;
-    sg.dtype = shape.fp8 ? kvscope::gpu::KvDtype::Fp8E4m3 : kvscope::gpu::KvDtype::Bf16;
+    sg.dtype = shape.dtype;
     sg.scoreScale = 0.125f * 1.4426950f;
     sg.out = out;
     sg.lse = lse;

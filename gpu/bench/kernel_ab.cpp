@@ -1,4 +1,5 @@
-// Paired A/B timing of two variants of the bf16 / fp8 CPU kernels: the same work items timed in
+// Paired A/B timing of two variants of the CPU kernels (bf16 / fp8 KV: the AMX and vdpbf16ps
+// kernels; fp16 / fp32 KV: the portable one): the same work items timed in
 // alternation in one process, so the host's drift (this project's VM moves its memory bandwidth
 // and clock within minutes) cancels in the per-round ratio. scripts/kernel-ab.sh builds it from
 // a git revision (A) and the working tree (B). Per variant: CPU time per token of one thread
@@ -38,11 +39,9 @@ double wallNs() {
 
 /// n elements of one input tensor as the CPU engine generates them (gpu/cpu/inputs.h): the
 /// same values `measure` times the kernels on.
-void fill(std::uint8_t* dst, std::int64_t n, bool fp8, std::uint64_t seed, std::uint32_t tensor,
-          float scale = 1.0f) {
-    using kvscope::gpu::KvDtype;
-    kvscope::gpu::detail::cpu::fillInputs(fp8 ? KvDtype::Fp8E4m3 : KvDtype::Bf16, dst, 0, n, seed,
-                                          tensor, scale);
+void fill(std::uint8_t* dst, std::int64_t n, kvscope::gpu::KvDtype dtype, std::uint64_t seed,
+          std::uint32_t tensor, float scale = 1.0f) {
+    kvscope::gpu::detail::cpu::fillInputs(dtype, dst, 0, n, seed, tensor, scale);
 }
 
 /// The K (and V) bytes read with no compute: 2 streams, 2 lines per step, prefetch 512 B ahead.
@@ -79,22 +78,33 @@ double median(std::vector<double> v, double at = 0.5) {
 } // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"Paired A/B timing of two variants of the bf16/fp8 CPU attention kernels"};
+    CLI::App app{"Paired A/B timing of two variants of the CPU attention kernels"};
     AbShape shape;
     std::string kv = "bf16";
     int rounds = 21;
     std::int64_t segment = 4096;
     app.add_option("--rows", shape.rows, "query rows per KV stream (g; MLA: heads)")
         ->check(CLI::Range(1, 128));
-    app.add_option("--kv", kv, "KV dtype")->check(CLI::IsMember({"bf16", "fp8"}));
+    app.add_option("--kv", kv, "KV dtype (fp16, fp32: the portable kernel)")
+        ->check(CLI::IsMember({"bf16", "fp8", "fp16", "fp32"}));
     app.add_flag("--mla", shape.mla, "absorbed MLA (576/512) instead of GQA d 128");
     app.add_option("--rounds", rounds, "alternations")->check(CLI::Range(3, 1000));
     app.add_option("--segment", segment, "tokens per work item")->check(CLI::Range(64, 65536));
+    int profile = 0;
+    app.add_option(
+           "--profile", profile,
+           "only run A and B this many times each on K/V in L2, one thread (for perf record)")
+        ->check(CLI::Range(1, 1000000));
     CLI11_PARSE(app, argc, argv);
-    shape.fp8 = kv == "fp8";
+    using kvscope::gpu::KvDtype;
+    shape.dtype = kv == "fp8"    ? KvDtype::Fp8E4m3
+                  : kv == "fp16" ? KvDtype::Fp16
+                  : kv == "fp32" ? KvDtype::Fp32
+                                 : KvDtype::Bf16;
     shape.keyDim = shape.mla ? 576 : 128;
     shape.valueDim = shape.mla ? 512 : 128;
-    shape.rowBytes = shape.keyDim * (shape.fp8 ? 1 : 2);
+    const int elementBytes = kv == "fp8" ? 1 : kv == "fp32" ? 4 : 2;
+    shape.rowBytes = shape.keyDim * elementBytes;
     const int threads = 2;
     const std::int64_t tokenBytes = shape.mla ? shape.rowBytes : 2 * shape.rowBytes;
 
@@ -103,13 +113,22 @@ int main(int argc, char** argv) {
     for (int t = 0; t < threads; ++t) {
         q[size_t(t)].resize(std::size_t(shape.rows * shape.keyDim));
         fill(reinterpret_cast<std::uint8_t*>(q[size_t(t)].data()),
-             std::int64_t(q[size_t(t)].size()), false, 7u + unsigned(t), kvscope::gpu::num::kQuery,
-             kvscope::gpu::num::kQueryScale);
+             std::int64_t(q[size_t(t)].size()), KvDtype::Bf16, 7u + unsigned(t),
+             kvscope::gpu::num::kQuery, kvscope::gpu::num::kQueryScale);
         out[size_t(t)].resize(std::size_t(shape.rows * shape.valueDim));
         lse[size_t(t)].resize(std::size_t(shape.rows));
     }
     AbScratch* scratch[2][2] = {{abNewScratchA(), abNewScratchA()},
                                 {abNewScratchB(), abNewScratchB()}};
+    struct FreeScratch {
+        AbScratch* (&s)[2][2];
+        ~FreeScratch() {
+            for (int t = 0; t < 2; ++t) {
+                abFreeScratchA(s[0][t]);
+                abFreeScratchB(s[1][t]);
+            }
+        }
+    } freeScratch{scratch};
     using Run = std::function<void(int, const std::uint8_t*, const std::uint8_t*, std::int64_t)>;
     volatile float sink = 0;
     const std::vector<std::pair<const char*, Run>> variants = {
@@ -127,13 +146,13 @@ int main(int argc, char** argv) {
                     lse[size_t(t)].data(), scratch[1][t]);
          }}};
 
-    // K/V that fit in L2 (1 MiB of bf16 GQA), then the two variants' outputs on them.
-    const std::int64_t l2Tokens = shape.mla ? 512 : 2048;
+    // K/V that fit in L2 (1 MiB of GQA K and V), then the two variants' outputs on them.
+    const std::int64_t l2Tokens = shape.mla ? 512 : elementBytes == 4 ? 1024 : 2048;
     AlignedBytes kL2(std::size_t(l2Tokens * shape.rowBytes)),
         vL2(std::size_t(l2Tokens * shape.rowBytes));
     const std::int64_t l2Elems = l2Tokens * shape.keyDim;
-    fill(kL2.p, l2Elems, shape.fp8, 1, kvscope::gpu::num::kKey);
-    fill(vL2.p, l2Elems, shape.fp8, 1, kvscope::gpu::num::kValue);
+    fill(kL2.p, l2Elems, shape.dtype, 1, kvscope::gpu::num::kKey);
+    fill(vL2.p, l2Elems, shape.dtype, 1, kvscope::gpu::num::kValue);
     variants[1].second(0, kL2.p, vL2.p, l2Tokens);
     const std::vector<float> outA = out[0];
     variants[2].second(0, kL2.p, vL2.p, l2Tokens);
@@ -141,6 +160,21 @@ int main(int argc, char** argv) {
     for (std::size_t i = 0; i < outA.size(); ++i) {
         diff = std::max(diff, double(std::fabs(outA[i] - out[0][i])));
         top = std::max(top, double(std::fabs(outA[i])));
+    }
+
+    if (profile > 0) { // A and B in alternating batches of 10 runs: CPU time per token of each
+        double ns[2] = {0, 0};
+        for (int done = 0; done < profile; done += 10)
+            for (int v = 1; v <= 2; ++v) {
+                const double a = threadNs();
+                for (int i = done; i < std::min(profile, done + 10); ++i)
+                    variants[std::size_t(v)].second(0, kL2.p, vL2.p, l2Tokens);
+                ns[v - 1] += threadNs() - a;
+            }
+        std::printf("K/V in L2, one thread: A %.1f, B %.1f ns per token (B / A %.3f)\n",
+                    ns[0] / profile / double(l2Tokens), ns[1] / profile / double(l2Tokens),
+                    ns[1] / ns[0]);
+        return 0;
     }
 
     // Per thread: 768 MiB of K and V in segments, read in rotation (never from a cache).
@@ -151,8 +185,8 @@ int main(int argc, char** argv) {
         kD.push_back(std::make_unique<AlignedBytes>(std::size_t(segments * segBytes)));
         vD.push_back(std::make_unique<AlignedBytes>(std::size_t(segments * segBytes)));
         const std::int64_t elems = segments * segment * shape.keyDim;
-        fill(kD.back()->p, elems, shape.fp8, 3u + unsigned(t), kvscope::gpu::num::kKey);
-        fill(vD.back()->p, elems, shape.fp8, 3u + unsigned(t), kvscope::gpu::num::kValue);
+        fill(kD.back()->p, elems, shape.dtype, 3u + unsigned(t), kvscope::gpu::num::kKey);
+        fill(vD.back()->p, elems, shape.dtype, 3u + unsigned(t), kvscope::gpu::num::kValue);
     }
     const std::size_t nv = variants.size();
     std::vector<double> cpuNs(nv), ratioBA;
@@ -221,10 +255,6 @@ int main(int argc, char** argv) {
             overRead[v].push_back(ns[v] / ns[0]);
         }
         ratioBA.push_back(ns[2] / ns[1]);
-    }
-    for (int t = 0; t < threads; ++t) {
-        abFreeScratchA(scratch[0][t]);
-        abFreeScratchB(scratch[1][t]);
     }
 
     std::printf("kernel A/B: %s %d %s, %s, %lld-token segments, %d threads, %d rounds\n",
