@@ -115,14 +115,15 @@ private Q_SLOTS:
     /// a tile passes it by more than 8 in log2 units) and its lane-wise softmax (wide layout):
     /// scores grow by 0.3 per token over 200 tokens, so the reference moves several times and
     /// every tile between moves has weights up to 2^8; fp32 KV, so the output matches the fp64
-    /// reference to ~1e-6. Rows 1, 3, 8 (narrow below the width: rows read from the cache) and
-    /// 20 (rows in lanes: K decoded), at every vector width this CPU runs.
+    /// reference to ~1e-6. Rows 1, 3, 7, 8 (narrow below the width: rows read from the cache)
+    /// and 20, 22 (rows in lanes: K decoded), at every vector width this CPU runs; 3, 7 and 22
+    /// leave remainders under every P·V row block.
     void portableRescalesAsScoresGrow_data() {
         QTest::addColumn<int>("width");
         QTest::addColumn<int>("rows");
         for (int width : {16, 8, 4})
             if (width <= detail::cpu::portableWidth())
-                for (int rows : {1, 3, 8, 20})
+                for (int rows : {1, 3, 7, 8, 20, 22})
                     QTest::addRow("x%d rows %d", width, rows) << width << rows;
     }
     void portableRescalesAsScoresGrow() {

@@ -77,9 +77,11 @@ KVSCOPE_PK_INLINE typename Lanes<W>::F loadRowW(const std::uint8_t* row, int c) 
 /// n rows of N elements stored as S, row i read through `src`, into fp32 rows N apart.
 template <int W, int N, KvDtype S>
 KVSCOPE_PK_INLINE void convertTile(const RowMap& src, std::int64_t n, float* dst) {
-    for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t i = 0; i < n; ++i) {
+        const std::uint8_t* row = src.row(int(i));
         for (int c = 0; c < N; c += W)
-            storeW<W>(dst + i * N + c, loadRowW<W, S>(src.row(int(i)), c));
+            storeW<W>(dst + i * N + c, loadRowW<W, S>(row, c));
+    }
 }
 
 /// Decodes n <= kTileTokens rows of N elements, row i read through `src` (contiguous or
@@ -126,6 +128,14 @@ template <int W> struct Blocking {
     static constexpr int TB2 = W >= 16 ? 8 : 4, TB1 = W >= 16 ? 16 : 8;
     static constexpr int PR = W >= 16 ? 3 : 2;
     static constexpr int PC = W >= 16 ? 8 : 4;
+    // P V on fp32 V (read where it lies or decoded): PRL x PCL, so the PCL V vectors stay in
+    // registers beside the accumulators and each is loaded once per token (3 x 8 left no room
+    // for them: GCC folded every V load into each row's FMA, 27 loads per 24 FMAs).
+    static constexpr int PRL = W >= 16 ? 4 : 2;
+    static constexpr int PCL = 4;
+    /// Rows and output vectors of one P V pass on V stored as S.
+    template <KvDtype S> static constexpr int pvRows() { return S == KvDtype::Fp32 ? PRL : PR; }
+    template <KvDtype S> static constexpr int pvCols() { return S == KvDtype::Fp32 ? PCL : PC; }
 };
 
 /// Scores of RB query rows (from r0; row pointers clamped to the stream's rows) over W / RB
@@ -290,66 +300,85 @@ KVSCOPE_PK_INLINE void softmaxWide(std::int64_t n, std::int64_t rPad, int v, Scr
     storeW<W>(sc.l.data() + v * W, loadW<W>(sc.l.data() + v * W) * alpha + sum);
 }
 
+/// Bytes per element of a row stored as S.
+template <KvDtype S> constexpr int rowElementBytes() {
+    return S == KvDtype::Fp32 ? 4 : 2;
+}
+
+/// Output vectors per P V pass over DV columns of V stored as S.
+template <int W, int DV, KvDtype S> constexpr int pvPassCols() {
+    constexpr int NV = DV / W, PC = Blocking<W>::template pvCols<S>();
+    static_assert(NV % (NV < PC ? NV : PC) == 0, "P V pass shape");
+    return NV < PC ? NV : PC;
+}
+
 /// O = alpha O + P V for RB rows from r0, PC output vectors per pass: each V vector loaded once
-/// feeds RB rows' accumulators. Row r's probability of token i is sc.p[r·pRow + i·pTok]. Each
-/// step of the first output block takes its turn at prefetching the next tile (row_map.h's
-/// SpreadTile).
-template <int W, int DV, int RB, KvDtype S>
-KVSCOPE_PK_INLINE void pvRows(const TileRows& v, std::int64_t n, std::int64_t r0, std::int64_t pRow,
-                              std::int64_t pTok, Scratch& sc, SpreadTile& next) {
+/// feeds RB rows' accumulators. Row r's probability of token i is sc.p[r·PROW + i·pTok] (PROW 1
+/// in the wide layout, the tile in the narrow one: a constant, so the RB broadcasts are one
+/// pointer and fixed offsets). Every step of every pass takes its turn at prefetching the next
+/// tile (row_map.h's SpreadTile): with the prefetches only in a row block's first pass, fp32 V
+/// (two passes of 4 at d 128) ran 6-16% slower from DRAM at g 4-8 though faster in L2.
+template <int W, int DV, int RB, KvDtype S, int PROW>
+KVSCOPE_PK_INLINE void pvRows(const TileRows& v, std::int64_t n, std::int64_t r0, std::int64_t pTok,
+                              Scratch& sc, SpreadTile& next) {
     using F = typename Lanes<W>::F;
-    constexpr int NV = DV / W, PC = NV < Blocking<W>::PC ? NV : Blocking<W>::PC;
-    static_assert(NV % PC == 0, "P V pass shape");
-    const float* pr[RB];
-    float* accRow[RB];
+    constexpr int NV = DV / W, PC = pvPassCols<W, DV, S>();
+    const float* p0 = sc.p.data() + r0 * PROW;
+    float* acc0 = sc.acc.data() + r0 * DV;
     float alpha[RB];
-    for (int r = 0; r < RB; ++r) {
-        pr[r] = sc.p.data() + (r0 + r) * pRow;
-        accRow[r] = sc.acc.data() + (r0 + r) * DV;
+    for (int r = 0; r < RB; ++r)
         alpha[r] = sc.alpha[std::size_t(r0 + r)];
-    }
     for (int cb = 0; cb < NV; cb += PC) {
         F o[RB][PC];
         for (int r = 0; r < RB; ++r)
             for (int j = 0; j < PC; ++j)
-                o[r][j] = loadW<W>(accRow[r] + (cb + j) * W) * alpha[r];
-        for (std::int64_t i = 0; i < n; ++i) {
+                o[r][j] = loadW<W>(acc0 + r * DV + (cb + j) * W) * alpha[r];
+        // The block's first element of each V row: the PC loads are then fixed offsets from it
+        // (with (cb + j) W as offsets GCC kept PC of them in registers it had to spill).
+        const std::int64_t colBytes = std::int64_t(cb) * W * rowElementBytes<S>();
+        const float* pi = p0;
+        for (std::int64_t i = 0; i < n; ++i, pi += pTok) {
             F p[RB];
             for (int r = 0; r < RB; ++r)
-                p[r] = splatW<W>(pr[r][i * pTok]);
-            const std::uint8_t* vr = v.row[i];
-            if (cb == 0)
-                next.step();
+                p[r] = splatW<W>(pi[r * PROW]);
+            const std::uint8_t* vr = v.row[i] + colBytes;
+            next.step();
             for (int j = 0; j < PC; ++j) {
-                const F vj = loadRowW<W, S>(vr, (cb + j) * W);
+                const F vj = loadRowW<W, S>(vr, j * W);
                 for (int r = 0; r < RB; ++r)
                     o[r][j] += p[r] * vj;
             }
         }
         for (int r = 0; r < RB; ++r)
             for (int j = 0; j < PC; ++j)
-                storeW<W>(accRow[r] + (cb + j) * W, o[r][j]);
+                storeW<W>(acc0 + r * DV + (cb + j) * W, o[r][j]);
     }
 }
 
-/// P V for every row, RB rows at a time, then one block of the remaining rows (RB <= 3); the
-/// next tile is prefetched evenly over all the passes.
-template <int W, int DV, int RB, KvDtype S>
-KVSCOPE_PK_INLINE void pvAllRows(const TileRows& v, std::int64_t n, std::int64_t nRows,
-                                 std::int64_t pRow, std::int64_t pTok, Scratch& sc,
-                                 const NextTile& nextTile) {
-    SpreadTile next(nextTile, int((nRows + RB - 1) / RB), int(kTileTokens));
-    std::int64_t r0 = 0;
+/// The block after RB rows in pvAllRows: 4 after more, then 2, then 1.
+constexpr int nextPvBlock(int rb) {
+    return rb > 4 ? 4 : rb - 1 > 2 ? 2 : rb - 1;
+}
+
+/// P V for every row from r0, RB rows at a time, then the remaining rows in smaller blocks.
+template <int W, int DV, int RB, KvDtype S, int PROW>
+KVSCOPE_PK_INLINE void pvRowsFrom(const TileRows& v, std::int64_t n, std::int64_t r0,
+                                  std::int64_t nRows, std::int64_t pTok, Scratch& sc,
+                                  SpreadTile& next) {
     for (; r0 + RB <= nRows; r0 += RB)
-        pvRows<W, DV, RB, S>(v, n, r0, pRow, pTok, sc, next);
-    if constexpr (RB > 2) {
-        if (nRows - r0 == 2)
-            pvRows<W, DV, 2, S>(v, n, r0, pRow, pTok, sc, next);
-    }
-    if constexpr (RB > 1) {
-        if (nRows - r0 == 1)
-            pvRows<W, DV, 1, S>(v, n, r0, pRow, pTok, sc, next);
-    }
+        pvRows<W, DV, RB, S, PROW>(v, n, r0, pTok, sc, next);
+    if constexpr (RB > 1)
+        if (r0 < nRows)
+            pvRowsFrom<W, DV, nextPvBlock(RB), S, PROW>(v, n, r0, nRows, pTok, sc, next);
+}
+
+/// P V for every row; the next tile is prefetched evenly over all the passes.
+template <int W, int DV, int RB, KvDtype S, int PROW>
+KVSCOPE_PK_INLINE void pvAllRows(const TileRows& v, std::int64_t n, std::int64_t nRows,
+                                 std::int64_t pTok, Scratch& sc, const NextTile& nextTile) {
+    constexpr int passes = DV / W / pvPassCols<W, DV, S>();
+    SpreadTile next(nextTile, int((nRows + RB - 1) / RB) * passes, int(kTileTokens));
+    pvRowsFrom<W, DV, RB, S, PROW>(v, n, 0, nRows, pTok, sc, next);
 }
 
 /// Normalised outputs and log2-sum-exp of every row.
@@ -372,7 +401,7 @@ KVSCOPE_PK_INLINE void narrowTile(const Segment& sg, const TileRows& k, const Ti
     scoreAllRows<W, DK, Blocking<W>::SR, S>(sg.q, 0, R, k, sc.s.data());
     for (std::int64_t r = 0; r < R; ++r)
         softmaxRow<W>(n, r, sc);
-    pvAllRows<W, DV, Blocking<W>::PR, S>(v, n, R, kTileTokens, 1, sc, next);
+    pvAllRows<W, DV, Blocking<W>::template pvRows<S>(), S, int(kTileTokens)>(v, n, R, 1, sc, next);
 }
 
 /// Whether a stream's K (V) rows are read from the cache itself rather than from a tile decoded
@@ -443,7 +472,7 @@ KVSCOPE_PK_INLINE void attendPortable(const Segment& sg, Scratch& sc) {
             scoreTileWide<W, DK>(kf, sc.qt.data(), rPad, sc.s.data());
             for (int v = 0; v < int(rPad / W); ++v)
                 softmaxWide<W>(n, rPad, v, sc);
-            pvAllRows<W, DV, Blocking<W>::PR, KvDtype::Fp32>(vr, n, R, 1, rPad, sc, next);
+            pvAllRows<W, DV, Blocking<W>::PRL, KvDtype::Fp32, 1>(vr, n, R, rPad, sc, next);
             continue;
         }
         switch (kDirect ? sg.dtype : KvDtype::Fp32) { // narrow: K and V both direct or not
