@@ -35,17 +35,6 @@ std::optional<KvDtype> parseDtype(std::string_view name) {
     return std::nullopt;
 }
 
-int kvBytesPerElement(KvDtype dtype) {
-    switch (dtype) {
-    case KvDtype::Fp8E4m3:
-        return 1;
-    case KvDtype::Fp32:
-        return 4;
-    default:
-        return 2;
-    }
-}
-
 int activationBytesPerElement(KvDtype dtype) {
     return dtype == KvDtype::Fp32 ? 4 : 2;
 }

@@ -35,8 +35,10 @@ enum class KvDtype { Bf16, Fp16, Fp8E4m3, Fp32 };
 std::string_view dtypeName(KvDtype dtype);
 /// Accepts the names above plus "fp8" and "float32"/"bfloat16"/"float16" aliases.
 std::optional<KvDtype> parseDtype(std::string_view name);
-/// Bytes per stored KV element: 2, 2, 1, 4.
-int kvBytesPerElement(KvDtype dtype);
+/// Bytes per stored KV element: 2, 2, 1, 4 (constexpr: the CPU kernels size rows with it).
+constexpr int kvBytesPerElement(KvDtype dtype) {
+    return dtype == KvDtype::Fp8E4m3 ? 1 : dtype == KvDtype::Fp32 ? 4 : 2;
+}
 /// Bytes per query/output element (the activation type): 2, 2, 2, 4.
 int activationBytesPerElement(KvDtype dtype);
 

@@ -4,9 +4,9 @@
 
 #include "gpu/cpu/amx_kernel.h"
 #include "gpu/cpu/portable_kernel.h"
+#include "gpu/numerics.h"
 
 #include <cmath>
-#include <cstring>
 #include <vector>
 
 #define AB_CAT2(a, b) a##b
@@ -36,12 +36,8 @@ void runPortable(const AbShape& shape, const std::uint16_t* q, const std::uint8_
     using namespace kvscope::gpu::detail::cpu;
     const float scale = 1.4426950f / std::sqrt(float(shape.keyDim));
     s->q.resize(std::size_t(shape.rows * shape.keyDim));
-    for (std::size_t i = 0; i < s->q.size(); ++i) {
-        const std::uint32_t bits = std::uint32_t(q[i]) << 16;
-        float f;
-        std::memcpy(&f, &bits, sizeof f);
-        s->q[i] = f * scale;
-    }
+    for (std::size_t i = 0; i < s->q.size(); ++i)
+        s->q[i] = kvscope::gpu::num::bf16ToFloat(q[i]) * scale;
     const std::int64_t rowBytes = shape.rowBytes;
     const Segment sg{s->q.data(),
                      shape.rows,

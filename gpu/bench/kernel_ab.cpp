@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
                                  : KvDtype::Bf16;
     shape.keyDim = shape.mla ? 576 : 128;
     shape.valueDim = shape.mla ? 512 : 128;
-    const int elementBytes = kv == "fp8" ? 1 : kv == "fp32" ? 4 : 2;
+    const int elementBytes = kvscope::gpu::kvBytesPerElement(shape.dtype);
     shape.rowBytes = shape.keyDim * elementBytes;
     const int threads = 2;
     const std::int64_t tokenBytes = shape.mla ? shape.rowBytes : 2 * shape.rowBytes;

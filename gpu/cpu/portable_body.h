@@ -300,11 +300,6 @@ KVSCOPE_PK_INLINE void softmaxWide(std::int64_t n, std::int64_t rPad, int v, Scr
     storeW<W>(sc.l.data() + v * W, loadW<W>(sc.l.data() + v * W) * alpha + sum);
 }
 
-/// Bytes per element of a row stored as S.
-template <KvDtype S> constexpr int rowElementBytes() {
-    return S == KvDtype::Fp32 ? 4 : 2;
-}
-
 /// Output vectors per P V pass over DV columns of V stored as S.
 template <int W, int DV, KvDtype S> constexpr int pvPassCols() {
     constexpr int NV = DV / W, PC = Blocking<W>::template pvCols<S>();
@@ -335,7 +330,7 @@ KVSCOPE_PK_INLINE void pvRows(const TileRows& v, std::int64_t n, std::int64_t r0
                 o[r][j] = loadW<W>(acc0 + r * DV + (cb + j) * W) * alpha[r];
         // The block's first element of each V row: the PC loads are then fixed offsets from it
         // (with (cb + j) W as offsets GCC kept PC of them in registers it had to spill).
-        const std::int64_t colBytes = std::int64_t(cb) * W * rowElementBytes<S>();
+        const std::int64_t colBytes = std::int64_t(cb) * W * kvBytesPerElement(S);
         const float* pi = p0;
         for (std::int64_t i = 0; i < n; ++i, pi += pTok) {
             F p[RB];
