@@ -51,12 +51,10 @@ constexpr std::int64_t kBf16Tile = 32; // tokens per tile: two 16-lane score vec
 /// keeps RB rows x CB output vectors in registers and shares every V load and shuffle among
 /// the RB rows. (Interleaving through a scratch tile instead cost ~1.6x at g = 1..2: the
 /// stores and reloads, and 4-deep accumulator chains.)
-/// The first pass (cb 0) prefetches `next`, the next tile, a token pair per step (paired, 2
-/// threads from DRAM, time over a 2-stream read of the same bytes: g 1 1.20-1.29 -> 1.02-1.09,
-/// g 2 1.19-1.23 -> 0.98-1.12; NOTES.md, "eleventh session").
+/// Every token pair of every pass is a step of `next`, the next tile's prefetch.
 template <int RB, int DV>
 KVSCOPE_BF16_TARGET inline void pvBlock(ScratchBf16& sc, std::int64_t r, const RowMap& v, int pairs,
-                                        const NextTile next = {}) {
+                                        SpreadTile& next) {
     constexpr int NVC = DV / 16;
     constexpr int CB = 16 / RB < NVC ? 16 / RB : NVC; // output vectors per pass (even)
     float* acc = sc.acc.data();
@@ -71,10 +69,7 @@ KVSCOPE_BF16_TARGET inline void pvBlock(ScratchBf16& sc, std::int64_t r, const R
         for (int pr = 0; pr < pairs; ++pr) {
             const std::uint8_t* a = v.row(2 * pr) + cb * 32;
             const std::uint8_t* b = a + v.stride; // row 2pr + 1: the same group of rows
-            if (cb == 0) {
-                next.prefetch(2 * pr);
-                next.prefetch(2 * pr + 1);
-            }
+            next.step();
             __m512i bc[RB];
             for (int rb = 0; rb < RB; ++rb)
                 bc[rb] = _mm512_set1_epi32(int(p[std::size_t((r + rb) * kBf16Tile / 2 + pr)]));
@@ -212,8 +207,8 @@ KVSCOPE_BF16_TARGET inline __m512 keepScaled(__m512 scale, __mmask16 valid, __m5
                               _mm512_mul_ps(raw, scale));
 }
 
-/// A tile's K and V rows as bf16: straight from the cache when possible (a full bf16 tile,
-/// contiguous or gathered), else decoded or zero-padded into scratch (never reading past the
+/// A tile's K and V rows as bf16: straight from the cache when possible (a full bf16 tile),
+/// else decoded or zero-padded into scratch (never reading past the
 /// segment).
 struct TileRows {
     RowMap k, v;
@@ -240,10 +235,12 @@ KVSCOPE_BF16_TARGET inline TileRows tileRows(const SegmentBf16& sg, TileRows tr,
     return tr;
 }
 
-/// Scaled scores of every row of the stream over the tile into sc.s, two rows per K load.
+/// Scaled scores of every row of the stream over the tile into sc.s, two rows per K load. Every
+/// score call is a step of `next`, the next tile's prefetch.
 template <int DK>
 KVSCOPE_BF16_TARGET inline void scoreTile(const SegmentBf16& sg, const TileRows& tr,
-                                          __mmask16 valid0, __mmask16 valid1, ScratchBf16& sc) {
+                                          __mmask16 valid0, __mmask16 valid1, ScratchBf16& sc,
+                                          SpreadTile& next) {
     constexpr int T = int(kBf16Tile);
     const std::int64_t R = sg.rows;
     const __m512 scale = _mm512_set1_ps(sg.scoreScale);
@@ -252,8 +249,10 @@ KVSCOPE_BF16_TARGET inline void scoreTile(const SegmentBf16& sg, const TileRows&
     for (; r + 2 <= R; r += 2) {
         const std::uint16_t* qa = sg.q + r * DK;
         __m512 h[4]; // tokens 8j..8j+7: row r in lanes 0-7, row r+1 in lanes 8-15
-        for (int j = 0; j < 4; ++j)
+        for (int j = 0; j < 4; ++j) {
             h[j] = scores8x2<DK>(qa, qa + DK, tr.k.row(8 * j), tr.k.stride);
+            next.step();
+        }
         _mm512_storeu_ps(s + r * T,
                          keepScaled(scale, valid0, _mm512_shuffle_f32x4(h[0], h[1], 0x44)));
         _mm512_storeu_ps(s + r * T + 16,
@@ -273,6 +272,8 @@ KVSCOPE_BF16_TARGET inline void scoreTile(const SegmentBf16& sg, const TileRows&
                              ? keepScaled(scale, valid1,
                                           scores16<DK>(qr, tr.k.row(16), tr.k.row(24), tr.k.stride))
                              : _mm512_set1_ps(-std::numeric_limits<float>::infinity()));
+        next.step();
+        next.step();
     }
 }
 
@@ -296,7 +297,12 @@ KVSCOPE_BF16_TARGET inline void finishRows(const SegmentBf16& sg, const ScratchB
 
 /// DK, DV: key and value widths in elements (multiples of 32). Per 32-token tile, three phases
 /// over all rows of the stream, so independent rows overlap in the core: scores (two rows per
-/// K load), the online-softmax update, then O += P V (four rows per V load).
+/// K load), the online-softmax update, then O += P V (four rows per V load). The tiles are
+/// contiguous, and the next one is prefetched over the scores and the P·V of this one
+/// (row_map.h's SpreadTile). Paired against tiles gathered from 8 sub-streams with the prefetch
+/// in the first P·V pass (the AMD host of NOTES.md, "sixteenth session", 16384-token segments
+/// from DRAM, 2 threads): bf16 g 1 0.71, g 2 0.83, g 4 0.69, g 8 0.72-0.76, g 16 0.82; fp8 g 1
+/// 0.82, g 8 0.90 of the time.
 template <int DK, int DV>
 KVSCOPE_BF16_TARGET void attendBf16Impl(const SegmentBf16& sg, ScratchBf16& sc) {
     constexpr int T = int(kBf16Tile);
@@ -308,9 +314,8 @@ KVSCOPE_BF16_TARGET void attendBf16Impl(const SegmentBf16& sg, ScratchBf16& sc) 
     sc.s.resize(std::size_t(R * T));
     sc.p.resize(std::size_t(R * T / 2));
     const Fp8Decoder dec = sg.dtype != KvDtype::Bf16 ? fp8Decoder() : Fp8Decoder::Table;
-    // Gathered tiles first (8 K and 8 V streams in step, row_map.h's gatherPlan), then
-    // the rest of the segment in contiguous tiles.
-    const GatherPlan gp = gatherPlan(sg, T);
+    const GatherPlan gp = GatherPlan::contiguous(T, kGatherShift);
+    SpreadTile next;
     for (std::int64_t i = 0; i < gp.count(sg); ++i) {
         const GatherPlan::Tile at = gp.tile(sg, i);
         const int n = at.n;
@@ -319,20 +324,21 @@ KVSCOPE_BF16_TARGET void attendBf16Impl(const SegmentBf16& sg, ScratchBf16& sc) 
         const __mmask16 valid1 = n <= 16   ? __mmask16(0)
                                  : n >= 32 ? __mmask16(0xffff)
                                            : __mmask16((1u << (n - 16)) - 1u);
-        scoreTile<DK>(sg, tr, valid0, valid1, sc);
+        next.begin(gp.next(sg, i), T);
+        scoreTile<DK>(sg, tr, valid0, valid1, sc, next);
         std::int64_t r = 0;
         for (; r + 2 <= R; r += 2)
             softmaxRows<2>(sc, r, valid0, valid1);
         if (r < R)
             softmaxRows<1>(sc, r, valid0, valid1);
         const int pairs = (n + 1) / 2;
-        NextTile next = gp.next(sg, i); // prefetched by the first P·V pass
-        for (r = 0; r + 4 <= R; r += 4, next.lines = 0)
+        for (r = 0; r + 4 <= R; r += 4)
             pvBlock<4, DV>(sc, r, tr.v, pairs, next);
-        for (; r + 2 <= R; r += 2, next.lines = 0)
+        for (; r + 2 <= R; r += 2)
             pvBlock<2, DV>(sc, r, tr.v, pairs, next);
-        for (; r < R; ++r, next.lines = 0)
+        for (; r < R; ++r)
             pvBlock<1, DV>(sc, r, tr.v, pairs, next);
+        next.finish();
     }
     finishRows<DV>(sg, sc);
 }

@@ -14,9 +14,9 @@ template <int W> struct Vec { typedef float F __attribute__((vector_size(W * 4))
 /// S streams (equal parts of the buffer read side by side), U cache lines per stream and step
 /// (one accumulator each, up to 16 shared round robin), prefetch PF bytes ahead with locality
 /// LOC (3: T0, 0: NTA; PF 0: no prefetch). A line is W-float vectors summed first, so the
-/// accumulators stay in registers at every width. 16 and 32 streams are the gathered kernels'
-/// pattern (8 or 16 K and as many V sub-streams, row_map.h), which read faster than 8 on the
-/// Intel VM; 2 streams 2 KiB ahead the AMX kernel's contiguous blocks.
+/// accumulators stay in registers at every width. 16 and 32 streams are the gathered pattern (8
+/// or 16 K and as many V sub-streams, row_map.h), which read faster than 8 on the Intel VM; 2
+/// streams 2-8 KiB ahead the contiguous tiles and blocks the kernels read now.
 template <int W, int S, int U, int PF, int LOC>
 KVSCOPE_INLINE float readBody(const std::uint8_t* p, std::int64_t bytes) {
     using F = typename Vec<W>::F;
@@ -176,8 +176,8 @@ std::vector<ReadKernel> readKernelFamily() {
             addRead<16, 2, 2, 512>(f), addRead<16, 2, 2, 2048>(f), addRead<16, 2, 2, 8192>(f);
             addRead<16, 4, 2, 512>(f), addRead<16, 4, 2, 2048>(f), addRead<16, 4, 2, 8192>(f);
             addRead<16, 2, 2, 2048, 0>(f), addRead<16, 4, 2, 2048, 0>(f);
-            // The vdpbf16ps and portable kernels' pattern: 8 K and 8 V sub-streams, the next
-            // tile (1 KiB of each at d 128 bf16) prefetched while this one is read.
+            // The gathered pattern: 8 K and 8 V sub-streams, the next tile (1 KiB of each at
+            // d 128 bf16) prefetched while this one is read.
             addRead<16, 16, 2, 1024>(f), addRead<16, 16, 4, 1024>(f), addRead<16, 8, 2, 1024>(f);
         } else if (w == 8) {
             addRead<8, 2, 2>(f), addRead<8, 4, 2>(f), addRead<8, 2, 2, 2048>(f);

@@ -170,14 +170,17 @@ KVSCOPE_PK_INLINE void scoreRows(const float* q, std::int64_t r0, std::int64_t n
 }
 
 /// Scores of every row over the tile into sc.s, RB rows at a time, then the smaller blocks.
+/// Every call of scoreRows is a step of `next`, the next tile's prefetch.
 template <int W, int DK, int RB, KvDtype S>
 KVSCOPE_PK_INLINE std::int64_t scoreAllRows(const float* q, std::int64_t r0, std::int64_t nRows,
-                                            const TileRows& k, float* s) {
+                                            const TileRows& k, float* s, SpreadTile& next) {
     for (; r0 + RB <= nRows; r0 += RB)
-        for (int t0 = 0; t0 < int(kTileTokens); t0 += W / RB)
+        for (int t0 = 0; t0 < int(kTileTokens); t0 += W / RB) {
             scoreRows<W, DK, RB, S>(q, r0, nRows, k, t0, s);
+            next.step();
+        }
     if constexpr (RB > 1)
-        return scoreAllRows<W, DK, RB / 2, S>(q, r0, nRows, k, s);
+        return scoreAllRows<W, DK, RB / 2, S>(q, r0, nRows, k, s, next);
     return r0;
 }
 
@@ -258,19 +261,24 @@ KVSCOPE_PK_INLINE void scoreTokensWide(const float* kf, const float* qt, std::in
             storeW<W>(s + (t0 + t) * rPad + (v0 + v) * W, acc[t][v]);
 }
 
-/// Scores of the whole tile in the wide layout: two row vectors per pass, then one.
+/// Scores of the whole tile in the wide layout: two row vectors per pass, then one. Every call
+/// of scoreTokensWide is a step of `next`, the next tile's prefetch.
 template <int W, int DK>
-KVSCOPE_PK_INLINE void scoreTileWide(const float* kf, const float* qt, std::int64_t rPad,
-                                     float* s) {
+KVSCOPE_PK_INLINE void scoreTileWide(const float* kf, const float* qt, std::int64_t rPad, float* s,
+                                     SpreadTile& next) {
     constexpr int T = int(kTileTokens), TB2 = Blocking<W>::TB2, TB1 = Blocking<W>::TB1;
     const int vectors = int(rPad / W);
     int v0 = 0;
     for (; v0 + 2 <= vectors; v0 += 2)
-        for (int t0 = 0; t0 < T; t0 += TB2)
+        for (int t0 = 0; t0 < T; t0 += TB2) {
             scoreTokensWide<W, DK, 2, TB2>(kf, qt, rPad, v0, t0, s);
+            next.step();
+        }
     if (v0 < vectors)
-        for (int t0 = 0; t0 < T; t0 += TB1)
+        for (int t0 = 0; t0 < T; t0 += TB1) {
             scoreTokensWide<W, DK, 1, TB1>(kf, qt, rPad, v0, t0, s);
+            next.step();
+        }
 }
 
 /// Online-softmax update of the W rows of row vector v over the tile's n valid tokens, lane-wise
@@ -310,9 +318,9 @@ template <int W, int DV, KvDtype S> constexpr int pvPassCols() {
 /// O = alpha O + P V for RB rows from r0, PC output vectors per pass: each V vector loaded once
 /// feeds RB rows' accumulators. Row r's probability of token i is sc.p[r·PROW + i·pTok] (PROW 1
 /// in the wide layout, the tile in the narrow one: a constant, so the RB broadcasts are one
-/// pointer and fixed offsets). Every step of every pass takes its turn at prefetching the next
-/// tile (row_map.h's SpreadTile): with the prefetches only in a row block's first pass, fp32 V
-/// (two passes of 4 at d 128) ran 6-16% slower from DRAM at g 4-8 though faster in L2.
+/// pointer and fixed offsets). Every token of every pass is a step of `next`, the next tile's
+/// prefetch (row_map.h's SpreadTile): with the prefetches only in a row block's first pass, fp32
+/// V (two passes of 4 at d 128) ran 6-16% slower from DRAM at g 4-8 though faster in L2.
 template <int W, int DV, int RB, KvDtype S, int PROW>
 KVSCOPE_PK_INLINE void pvRows(const TileRows& v, std::int64_t n, std::int64_t r0, std::int64_t pTok,
                               Scratch& sc, SpreadTile& next) {
@@ -350,7 +358,7 @@ KVSCOPE_PK_INLINE void pvRows(const TileRows& v, std::int64_t n, std::int64_t r0
     }
 }
 
-/// The block after RB rows in pvAllRows: 4 after more, then 2, then 1.
+/// The block after RB rows in pvRowsFrom: 4 after more, then 2, then 1.
 constexpr int nextPvBlock(int rb) {
     return rb > 4 ? 4 : rb - 1 > 2 ? 2 : rb - 1;
 }
@@ -365,15 +373,6 @@ KVSCOPE_PK_INLINE void pvRowsFrom(const TileRows& v, std::int64_t n, std::int64_
     if constexpr (RB > 1)
         if (r0 < nRows)
             pvRowsFrom<W, DV, nextPvBlock(RB), S, PROW>(v, n, r0, nRows, pTok, sc, next);
-}
-
-/// P V for every row; the next tile is prefetched evenly over all the passes.
-template <int W, int DV, int RB, KvDtype S, int PROW>
-KVSCOPE_PK_INLINE void pvAllRows(const TileRows& v, std::int64_t n, std::int64_t nRows,
-                                 std::int64_t pTok, Scratch& sc, const NextTile& nextTile) {
-    constexpr int passes = DV / W / pvPassCols<W, DV, S>();
-    SpreadTile next(nextTile, int((nRows + RB - 1) / RB) * passes, int(kTileTokens));
-    pvRowsFrom<W, DV, RB, S, PROW>(v, n, 0, nRows, pTok, sc, next);
 }
 
 /// Normalised outputs and log2-sum-exp of every row.
@@ -391,12 +390,13 @@ template <int DV> KVSCOPE_PK_INLINE void finishRows(const Segment& sg, const Scr
 /// One tile in the narrow layout, K and V rows stored as S: scores, softmax per row, P V.
 template <int W, int DK, int DV, KvDtype S>
 KVSCOPE_PK_INLINE void narrowTile(const Segment& sg, const TileRows& k, const TileRows& v,
-                                  std::int64_t n, Scratch& sc, const NextTile& next) {
+                                  std::int64_t n, Scratch& sc, SpreadTile& next) {
     const std::int64_t R = sg.rows;
-    scoreAllRows<W, DK, Blocking<W>::SR, S>(sg.q, 0, R, k, sc.s.data());
+    scoreAllRows<W, DK, Blocking<W>::SR, S>(sg.q, 0, R, k, sc.s.data(), next);
     for (std::int64_t r = 0; r < R; ++r)
         softmaxRow<W>(n, r, sc);
-    pvAllRows<W, DV, Blocking<W>::template pvRows<S>(), S, int(kTileTokens)>(v, n, R, 1, sc, next);
+    pvRowsFrom<W, DV, Blocking<W>::template pvRows<S>(), S, int(kTileTokens)>(v, n, 0, R, 1, sc,
+                                                                              next);
 }
 
 /// Whether a stream's K (V) rows are read from the cache itself rather than from a tile decoded
@@ -439,10 +439,12 @@ KVSCOPE_PK_INLINE void attendPortable(const Segment& sg, Scratch& sc) {
     if (wide)
         transposeQ<DK>(sg, rPad, sc);
     float* kf = sc.k.data();
-    // Gathered tiles first (8 K and 8 V sub-streams in step, as the vdpbf16ps kernel reads:
-    // row_map.h's gatherPlan), then the rest of the segment in contiguous tiles. Tile i <
-    // gp.tiles is always full.
-    const GatherPlan gp = gatherPlan(sg, int(T));
+    // Contiguous tiles, the next one prefetched over this one's scores and P V (row_map.h's
+    // SpreadTile). Paired against tiles gathered from 8 sub-streams with the prefetch over the
+    // P V only, from DRAM on the AMD host of NOTES.md ("sixteenth session"): fp16 g 1 0.88,
+    // g 4 0.92, g 8 0.99, g 16 1.01, g 32 1.04; fp32 g 1 0.95, g 8 0.96, g 16 1.00.
+    const GatherPlan gp = GatherPlan::contiguous(int(T), kGatherShift);
+    SpreadTile next;
     TileRows kr, vr;
     for (std::int64_t i = 0; i < gp.count(sg); ++i) {
         const GatherPlan::Tile at = gp.tile(sg, i);
@@ -462,12 +464,13 @@ KVSCOPE_PK_INLINE void attendPortable(const Segment& sg, Scratch& sc) {
             decodeTile<W, DV>(sg.dtype, at.v, n, sc.v.data());
             scratchRows(sc.v.data(), DV, vr);
         }
-        const NextTile next = gp.next(sg, i); // prefetched over the P V passes
-        if (wide) {                           // K decoded, V fp32 (decoded or in the cache)
-            scoreTileWide<W, DK>(kf, sc.qt.data(), rPad, sc.s.data());
+        next.begin(gp.next(sg, i), int(T));
+        if (wide) { // K decoded, V fp32 (decoded or in the cache)
+            scoreTileWide<W, DK>(kf, sc.qt.data(), rPad, sc.s.data(), next);
             for (int v = 0; v < int(rPad / W); ++v)
                 softmaxWide<W>(n, rPad, v, sc);
-            pvAllRows<W, DV, Blocking<W>::PRL, KvDtype::Fp32, 1>(vr, n, R, rPad, sc, next);
+            pvRowsFrom<W, DV, Blocking<W>::PRL, KvDtype::Fp32, 1>(vr, n, 0, R, rPad, sc, next);
+            next.finish();
             continue;
         }
         switch (kDirect ? sg.dtype : KvDtype::Fp32) { // narrow: K and V both direct or not
@@ -482,6 +485,7 @@ KVSCOPE_PK_INLINE void attendPortable(const Segment& sg, Scratch& sc) {
             narrowTile<W, DK, DV, KvDtype::Fp32>(sg, kr, vr, n, sc, next);
             break;
         }
+        next.finish();
     }
     finishRows<DV>(sg, sc);
 }

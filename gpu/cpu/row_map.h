@@ -60,28 +60,49 @@ struct NextTile {
     }
 };
 
-/// The next tile's rows prefetched over every P·V pass of this one rather than its first: with
-/// `passes` passes of a full tile's steps each, one token's rows every `passes` steps. With many
-/// query rows (many passes) the first pass alone is a fraction of the tile's time, and its
-/// prefetches then wait for line fill buffers in a burst while the compute stands still.
+/// The next tile's rows prefetched evenly over all of this tile's work, scores and P·V: a kernel
+/// calls step() at each unit of its work (a score call, a P·V token step) and finish() at the end
+/// of the tile. The steps are counted as they happen and set the rate for the next tile (the full
+/// tiles of a segment all take the same steps), so a kernel needs no formula for its step count;
+/// the first tile prefetches a token per step. Why every phase: prefetches issued in one phase
+/// (the first P·V pass) wait for line fill buffers in a burst while the compute stands still, and
+/// the next tile's loads then follow this tile's compute instead of overlapping it (NOTES.md,
+/// "fourteenth session" and "sixteenth session").
 struct SpreadTile {
     NextTile next;
-    int every = 1, countdown = 1, token = 0, tokens = 0;
-    SpreadTile(const NextTile& nt, int passes, int tileTokens)
-        : next(nt), every(passes), tokens(nt.lines ? tileTokens : 0) {}
+    int countdown = 1, every = 1; // steps to the next prefetch, steps per prefetch
+    int batch = 1;                // tokens per prefetch
+    int token = 0, tokens = 0;    // tokens prefetched, tokens to prefetch
+    int rounds = 0, last = 0;     // prefetch points of this tile, steps of the last tile
+    void begin(const NextTile& nt, int tileTokens) {
+        next = nt;
+        token = rounds = 0;
+        tokens = nt.lines ? tileTokens : 0;
+        const int steps = last > 0 ? last : tileTokens;
+        every = std::max(1, steps / tileTokens);
+        batch = (tileTokens + steps - 1) / steps;
+        countdown = every;
+    }
     void step() {
         if (--countdown > 0)
             return;
         countdown = every;
-        if (token < tokens)
+        ++rounds;
+        for (int b = 0; b < batch && token < tokens; ++b)
             next.prefetch(token++);
+    }
+    void finish() {
+        while (token < tokens)
+            next.prefetch(token++);
+        last = rounds * every + (every - countdown);
     }
 };
 
-/// Sub-streams of a gathered tile, as a shift: 8 for the vdpbf16ps and portable kernels (their
-/// score calls take 8 or 16 rows, P·V pairs of rows; against 16: g 1 0.93-0.96, g 2 0.91-0.95,
-/// fp8 g 1 0.72-0.90 of the time from DRAM, 0.98 in L2, NOTES.md "seventh session"), 16 for the
-/// AMX kernel (kAmxGatherShift: a tile load takes 16 evenly strided rows).
+/// Rows per group of a RowMap, as a shift: 8 for the vdpbf16ps and portable kernels (their score
+/// calls take 8 or 16 rows, P·V pairs of rows; when they read gathered tiles, 8 sub-streams
+/// against 16 took g 1 0.93-0.96, g 2 0.91-0.95, fp8 g 1 0.72-0.90 of the time from DRAM,
+/// NOTES.md "seventh session"), 16 for the AMX kernel (kAmxGatherShift: a tile load takes 16
+/// evenly strided rows).
 constexpr int kGatherShift = 3;
 constexpr int kAmxGatherShift = 4;
 
@@ -92,8 +113,10 @@ constexpr int kAmxGatherShift = 4;
 /// place reads two streams (K and V) per thread, and on the Intel VM of NOTES.md ("seventh
 /// session") reading the same bytes as G K + G V streams in step took 0.65-0.74 (G 8) or 0.80
 /// (G 16) of the time of 2 (one core's L2 streamer keeps many streams in flight, one stream's
-/// prefetch runs dry while the core computes). KVSCOPE_CPU_GATHER=0 reads every tile
-/// contiguously (A/B).
+/// prefetch runs dry while the core computes). The AMX kernel's MLA blocks read this way; its GQA
+/// blocks and the other kernels' tiles are contiguous, with the next one prefetched over the
+/// compute (on the AMD host of "sixteenth session" 16 streams per thread read slower than 2-4).
+/// KVSCOPE_CPU_GATHER=0 reads every block contiguously (A/B).
 struct GatherPlan {
     std::int64_t tiles = 0, subLen = 0;      // gathered tiles, tokens per sub-stream
     int tileRows = 32, shift = kGatherShift; // 2^shift sub-streams
