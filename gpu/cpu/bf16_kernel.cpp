@@ -212,8 +212,7 @@ KVSCOPE_BF16_TARGET inline __m512 keepScaled(__m512 scale, __mmask16 valid, __m5
 }
 
 /// A tile's K and V rows as bf16: straight from the cache when possible (a full bf16 tile),
-/// else decoded or zero-padded into scratch (never reading past the
-/// segment).
+/// else decoded or zero-padded into scratch (never reading past the segment).
 struct TileRows {
     RowMap k, v;
 };

@@ -399,6 +399,16 @@ KVSCOPE_PK_INLINE void narrowTile(const Segment& sg, const TileRows& k, const Ti
                                                                               next);
 }
 
+/// One tile in the wide layout: K decoded into kf, V fp32 (decoded or in the cache).
+template <int W, int DK, int DV>
+KVSCOPE_PK_INLINE void wideTile(const float* kf, const TileRows& v, std::int64_t n, std::int64_t R,
+                                std::int64_t rPad, Scratch& sc, SpreadTile& next) {
+    scoreTileWide<W, DK>(kf, sc.qt.data(), rPad, sc.s.data(), next);
+    for (int vec = 0; vec < int(rPad / W); ++vec)
+        softmaxWide<W>(n, rPad, vec, sc);
+    pvRowsFrom<W, DV, Blocking<W>::PRL, KvDtype::Fp32, 1>(v, n, 0, R, rPad, sc, next);
+}
+
 /// Whether a stream's K (V) rows are read from the cache itself rather than from a tile decoded
 /// into fp32 scratch. The narrow layout: always for fp32 (decoding is a copy), fp16 and bf16
 /// (converting as they load, once per pass of 4 rows over K and of 3 over V, cost less than a
@@ -465,26 +475,21 @@ KVSCOPE_PK_INLINE void attendPortable(const Segment& sg, Scratch& sc) {
             scratchRows(sc.v.data(), DV, vr);
         }
         next.begin(gp.next(sg, i), int(T));
-        if (wide) { // K decoded, V fp32 (decoded or in the cache)
-            scoreTileWide<W, DK>(kf, sc.qt.data(), rPad, sc.s.data(), next);
-            for (int v = 0; v < int(rPad / W); ++v)
-                softmaxWide<W>(n, rPad, v, sc);
-            pvRowsFrom<W, DV, Blocking<W>::PRL, KvDtype::Fp32, 1>(vr, n, 0, R, rPad, sc, next);
-            next.finish();
-            continue;
-        }
-        switch (kDirect ? sg.dtype : KvDtype::Fp32) { // narrow: K and V both direct or not
-        case KvDtype::Fp16:
-            if constexpr (W >= 8)
-                narrowTile<W, DK, DV, KvDtype::Fp16>(sg, kr, vr, n, sc, next);
-            break;
-        case KvDtype::Bf16:
-            narrowTile<W, DK, DV, KvDtype::Bf16>(sg, kr, vr, n, sc, next);
-            break;
-        default:
-            narrowTile<W, DK, DV, KvDtype::Fp32>(sg, kr, vr, n, sc, next);
-            break;
-        }
+        if (wide)
+            wideTile<W, DK, DV>(kf, vr, n, R, rPad, sc, next);
+        else
+            switch (kDirect ? sg.dtype : KvDtype::Fp32) { // K and V both direct or not
+            case KvDtype::Fp16:
+                if constexpr (W >= 8)
+                    narrowTile<W, DK, DV, KvDtype::Fp16>(sg, kr, vr, n, sc, next);
+                break;
+            case KvDtype::Bf16:
+                narrowTile<W, DK, DV, KvDtype::Bf16>(sg, kr, vr, n, sc, next);
+                break;
+            default:
+                narrowTile<W, DK, DV, KvDtype::Fp32>(sg, kr, vr, n, sc, next);
+                break;
+            }
         next.finish();
     }
     finishRows<DV>(sg, sc);
