@@ -7,7 +7,8 @@
 // max/rescale per row and tile, and V rows are interleaved in token pairs in registers so that
 // vdpbf16ps sums two tokens per lane. Output columns come out permuted by the interleave (lane
 // 4L + j of the low/high half holds column 8L + j / 8L + 4 + j of each 32-column chunk) and are
-// put back in order at the end of the segment.
+// put back in order at the end of the segment. Streams of a multiple of 16 rows (GQA g 16 and 32,
+// MLA) score with the rows in lanes instead: one key pair broadcast per vdpbf16ps, no transposes.
 #include "gpu/cpu/bf16_kernel.h"
 
 #include "gpu/cpu/bf16_simd.h"
@@ -56,13 +57,16 @@ constexpr std::int64_t kBf16Tile = 32; // tokens per tile: two 16-lane score vec
 /// (a shift, a mask and two multiplies per pair) GCC ran out of general registers in the 4 x 4
 /// pass and kept pointers in xmm registers; K / V in L2, one thread: g 2 0.97, g 8 0.91, g 16
 /// 0.92 of the time.
-template <int RB, int DV>
-KVSCOPE_BF16_TARGET inline void pvBlock(ScratchBf16& sc, std::int64_t r, const std::uint8_t* v0,
-                                        std::int64_t stride, int pairs, SpreadTile& next) {
+/// Lanes: the probabilities are rows in lanes (sc.p [pair][rows], pairStep = rows), else
+/// [row][pair] (pairStep 1).
+template <int RB, int DV, bool Lanes>
+KVSCOPE_BF16_TARGET inline void pvBlock(ScratchBf16& sc, std::int64_t r, std::int64_t pairStep,
+                                        const std::uint8_t* v0, std::int64_t stride, int pairs,
+                                        SpreadTile& next) {
     constexpr int NVC = DV / 16;
     constexpr int CB = 16 / RB < NVC ? 16 / RB : NVC; // output vectors per pass (even)
+    constexpr std::int64_t rowStep = Lanes ? 1 : kBf16Tile / 2;
     float* acc = sc.acc.data();
-    const std::uint32_t* p = sc.p.data();
     for (int cb = 0; cb < NVC; cb += CB) {
         __m512 o[RB][CB];
         for (int rb = 0; rb < RB; ++rb) {
@@ -71,12 +75,13 @@ KVSCOPE_BF16_TARGET inline void pvBlock(ScratchBf16& sc, std::int64_t r, const s
                 o[rb][j] = _mm512_mul_ps(_mm512_loadu_ps(acc + (r + rb) * DV + (cb + j) * 16), al);
         }
         const std::uint8_t* a = v0 + cb * 32;
-        for (int pr = 0; pr < pairs; ++pr, a += 2 * stride) {
+        const std::uint32_t* p = sc.p.data() + r * rowStep;
+        for (int pr = 0; pr < pairs; ++pr, a += 2 * stride, p += pairStep) {
             const std::uint8_t* b = a + stride; // row 2pr + 1
             next.step();
             __m512i bc[RB];
             for (int rb = 0; rb < RB; ++rb)
-                bc[rb] = _mm512_set1_epi32(int(p[std::size_t((r + rb) * kBf16Tile / 2 + pr)]));
+                bc[rb] = _mm512_set1_epi32(int(p[rb * rowStep]));
             for (int c = 0; c < CB / 2; ++c) {
                 const __m512i x = _mm512_loadu_si512(a + c * 64);
                 const __m512i y = _mm512_loadu_si512(b + c * 64);
@@ -280,11 +285,130 @@ KVSCOPE_BF16_TARGET inline void scoreTile(const SegmentBf16& sg, const TileRows&
     }
 }
 
-/// Normalise and undo the interleave's column order.
-template <int DV>
+// Rows in lanes, for streams of a multiple of 16 rows (GQA g 16 and 32, MLA): lane l of a score
+// vector is row 16b + l, so a key pair broadcast from memory into one vdpbf16ps serves 16 rows
+// and no transpose is needed; the tile's max per row is a vmaxps over its tokens.
+
+/// The queries as [rows / 16][keyDim / 2][16] words, word l the bf16 pair (q[16b + l][2dp],
+/// q[16b + l][2dp + 1]): once per segment.
+template <int DK> inline void transposeQueries(const SegmentBf16& sg, ScratchBf16& sc) {
+    sc.qT.resize(std::size_t(sg.rows * DK / 2));
+    for (std::int64_t b = 0; b < sg.rows / 16; ++b)
+        for (int dp = 0; dp < DK / 2; ++dp)
+            for (int l = 0; l < 16; ++l)
+                std::memcpy(&sc.qT[std::size_t((b * DK / 2 + dp) * 16 + l)],
+                            sg.q + (b * 16 + l) * DK + 2 * dp, 4);
+}
+
+/// The key pair dp of a bf16 row, broadcast (a vdpbf16ps memory operand).
+KVSCOPE_BF16_TARGET inline __attribute__((always_inline)) __m512bh pairAt(const std::uint8_t* row,
+                                                                          int dp) {
+    std::int32_t w;
+    std::memcpy(&w, row + 4 * dp, 4);
+    return asBh(_mm512_set1_epi32(w));
+}
+
+/// Token t's probabilities from its unscaled scores s[16t..], rows in lanes; 0 past the tile's n.
+KVSCOPE_BF16_TARGET inline __m512 probLanes(const float* s, int t, int n, __m512 scale,
+                                            __m512 mNew) {
+    if (t >= n)
+        return _mm512_setzero_ps();
+    return exp2Neg512(_mm512_sub_ps(_mm512_mul_ps(_mm512_loadu_ps(s + 16 * t), scale), mNew));
+}
+
+/// Unscaled scores of 16 rows (qT, rows in lanes) against the TB key rows at k, k + stride, ...:
+/// out[16t + l] = q[l] . k[t]. Two accumulators per token (even and odd key pairs): TB 12 keeps
+/// 24 vdpbf16ps chains in flight. With 8 tokens (16 chains) g 16 ran 1.14 of the transposed
+/// scores' time in L2; with 12 (the tile as 12 + 12 + 8) 1.01 (NOTES.md, "seventeenth session").
+template <int DK, int TB>
+KVSCOPE_BF16_TARGET __attribute__((noinline)) void
+scoresLanes(const std::uint32_t* qT, const std::uint8_t* k, std::int64_t stride, float* out) {
+    const std::uint8_t* kt[TB];
+    for (int t = 0; t < TB; ++t)
+        kt[t] = k + t * stride;
+    __m512 ev[TB], od[TB];
+    for (int t = 0; t < TB; ++t)
+        ev[t] = od[t] = _mm512_setzero_ps();
+    for (int dp = 0; dp < DK / 2; dp += 2) {
+        const __m512bh q0 = asBh(_mm512_loadu_si512(qT + dp * 16));
+        const __m512bh q1 = asBh(_mm512_loadu_si512(qT + dp * 16 + 16));
+        for (int t = 0; t < TB; ++t) {
+            ev[t] = _mm512_dpbf16_ps(ev[t], q0, pairAt(kt[t], dp));
+            od[t] = _mm512_dpbf16_ps(od[t], q1, pairAt(kt[t], dp + 1));
+        }
+    }
+    for (int t = 0; t < TB; ++t)
+        _mm512_storeu_ps(out + 16 * t, _mm512_add_ps(ev[t], od[t]));
+}
+
+/// Unscaled scores of every row over the tile into sc.s ([rows / 16][tile][16]); every call is
+/// a step of `next`.
+template <int DK>
+KVSCOPE_BF16_TARGET inline void scoreTileLanes(const SegmentBf16& sg, const TileRows& tr,
+                                               ScratchBf16& sc, SpreadTile& next) {
+    constexpr int T = int(kBf16Tile);
+    for (std::int64_t b = 0; b < sg.rows / 16; ++b)
+        for (int j = 0; j < T; j += 12) {
+            if (j + 12 <= T)
+                scoresLanes<DK, 12>(sc.qT.data() + b * DK / 2 * 16, tr.k.row(j), tr.k.stride,
+                                    sc.s.data() + (b * T + j) * 16);
+            else
+                scoresLanes<DK, 8>(sc.qT.data() + b * DK / 2 * 16, tr.k.row(j), tr.k.stride,
+                                   sc.s.data() + (b * T + j) * 16);
+            next.step();
+        }
+}
+
+/// The online-softmax update of every row from the first n tokens' scores, rows in lanes: as
+/// softmaxRows (scaled max, alpha, bf16 probability pairs and the sum of the rounded values), the
+/// pairs stored as [pair][rows] for pvBlock's broadcasts.
+KVSCOPE_BF16_TARGET inline void softmaxLanes(const SegmentBf16& sg, ScratchBf16& sc, int n) {
+    constexpr int T = int(kBf16Tile);
+    const __m512 scale = _mm512_set1_ps(sg.scoreScale);
+    const __m512 zero = _mm512_setzero_ps();
+    alignas(64) std::uint16_t order[32]; // word 2i from pe lane i, 2i + 1 from po lane i
+    for (int i = 0; i < 16; ++i) {
+        order[2 * i] = std::uint16_t(i);
+        order[2 * i + 1] = std::uint16_t(16 + i);
+    }
+    const __m512i interleave = _mm512_load_si512(order);
+    for (std::int64_t b = 0; b < sg.rows / 16; ++b) {
+        const float* s = sc.s.data() + b * T * 16;
+        __m512 tileMax = _mm512_loadu_ps(s);
+        for (int t = 1; t < n; ++t)
+            tileMax = _mm512_max_ps(tileMax, _mm512_loadu_ps(s + 16 * t));
+        float* mRow = sc.mRow.data() + b * 16;
+        const __m512 mOld = _mm512_loadu_ps(mRow);
+        const __m512 mNew = _mm512_max_ps(mOld, _mm512_mul_ps(tileMax, scale));
+        _mm512_storeu_ps(mRow, mNew);
+        const __m512 alpha = exp2Neg512(_mm512_sub_ps(mOld, mNew)); // ~0 on the first tile
+        _mm512_storeu_ps(sc.alpha.data() + b * 16, alpha);
+        __m512 sum = zero;
+        for (int pr = 0; pr < T / 2; ++pr) {
+            const __m512bh pb = _mm512_cvtne2ps_pbh(probLanes(s, 2 * pr + 1, n, scale, mNew),
+                                                    probLanes(s, 2 * pr, n, scale, mNew));
+            __m512i pbits;
+            std::memcpy(&pbits, &pb, sizeof pbits);
+            pbits = _mm512_permutexvar_epi16(interleave, pbits);
+            _mm512_storeu_si512(sc.p.data() + pr * sg.rows + b * 16, pbits);
+            const __m512 lo = _mm512_castsi512_ps(_mm512_slli_epi32(pbits, 16));
+            const __m512 hi =
+                _mm512_castsi512_ps(_mm512_and_si512(pbits, _mm512_set1_epi32(int(0xffff0000u))));
+            sum = _mm512_add_ps(sum, _mm512_add_ps(lo, hi));
+        }
+        float* l = sc.lVec.data() + b * 16;
+        _mm512_storeu_ps(l, _mm512_fmadd_ps(_mm512_loadu_ps(l), alpha, sum));
+    }
+}
+
+/// Normalise and undo the interleave's column order. Lanes: one running max and sum per row,
+/// else 16 partial sums and the max in every lane.
+template <int DV, bool Lanes>
 KVSCOPE_BF16_TARGET inline void finishRows(const SegmentBf16& sg, const ScratchBf16& sc) {
+    constexpr std::int64_t perRow = Lanes ? 1 : 16;
     for (std::int64_t r = 0; r < sg.rows; ++r) {
-        const float l = _mm512_reduce_add_ps(_mm512_loadu_ps(sc.lVec.data() + r * 16));
+        const float l = Lanes ? sc.lVec[std::size_t(r)]
+                              : _mm512_reduce_add_ps(_mm512_loadu_ps(sc.lVec.data() + r * 16));
         const float inv = l > 0 ? 1.0f / l : 0.0f;
         const float* a = sc.acc.data() + r * DV;
         float* o = sg.out + r * DV;
@@ -293,29 +417,32 @@ KVSCOPE_BF16_TARGET inline void finishRows(const SegmentBf16& sg, const ScratchB
                 for (int lane = 0; lane < 16; ++lane)
                     o[c * 32 + 8 * (lane / 4) + 4 * half + lane % 4] =
                         a[(2 * c + half) * 16 + lane] * inv;
-        sg.lse[r] = l > 0 ? sc.mRow[std::size_t(r * 16)] + std::log2(l)
+        sg.lse[r] = l > 0 ? sc.mRow[std::size_t(r * perRow)] + std::log2(l)
                           : -std::numeric_limits<float>::infinity();
     }
 }
 
 /// DK, DV: key and value widths in elements (multiples of 32). Per 32-token tile, three phases
 /// over all rows of the stream, so independent rows overlap in the core: scores (two rows per
-/// K load), the online-softmax update, then O += P V (four rows per V load). The tiles are
-/// contiguous, and the next one is prefetched over the scores and the P·V of this one
-/// (row_map.h's SpreadTile). Paired against tiles gathered from 8 sub-streams with the prefetch
-/// in the first P·V pass (the AMD host of NOTES.md, "sixteenth session", 16384-token segments
-/// from DRAM, 2 threads): bf16 g 1 0.71, g 2 0.83, g 4 0.69, g 8 0.72-0.76, g 16 0.82; fp8 g 1
-/// 0.82, g 8 0.90 of the time.
-template <int DK, int DV>
+/// K load, or with Lanes 16 rows per key broadcast), the online-softmax update, then O += P V
+/// (four rows per V load). The tiles are contiguous, and the next one is prefetched over the
+/// scores and the P·V of this one (row_map.h's SpreadTile). Paired against tiles gathered from 8
+/// sub-streams with the prefetch in the first P·V pass (the AMD host of NOTES.md, "sixteenth
+/// session", 16384-token segments from DRAM, 2 threads): bf16 g 1 0.71, g 2 0.83, g 4 0.69, g 8
+/// 0.72-0.76, g 16 0.82; fp8 g 1 0.82, g 8 0.90 of the time.
+template <int DK, int DV, bool Lanes>
 KVSCOPE_BF16_TARGET void attendBf16Impl(const SegmentBf16& sg, ScratchBf16& sc) {
     constexpr int T = int(kBf16Tile);
     const std::int64_t R = sg.rows;
+    const std::int64_t perRow = Lanes ? 1 : 16;
     sc.acc.assign(std::size_t(R * DV), 0.0f);
-    sc.mRow.assign(std::size_t(R * 16), -std::numeric_limits<float>::infinity());
+    sc.mRow.assign(std::size_t(R * perRow), -std::numeric_limits<float>::infinity());
     sc.alpha.resize(std::size_t(R));
-    sc.lVec.assign(std::size_t(R * 16), 0.0f);
+    sc.lVec.assign(std::size_t(R * perRow), 0.0f);
     sc.s.resize(std::size_t(R * T));
     sc.p.resize(std::size_t(R * T / 2));
+    if constexpr (Lanes)
+        transposeQueries<DK>(sg, sc);
     const Fp8Decoder dec = sg.dtype != KvDtype::Bf16 ? fp8Decoder() : Fp8Decoder::Table;
     const GatherPlan gp = GatherPlan::contiguous(T, kGatherShift);
     SpreadTile next;
@@ -323,27 +450,33 @@ KVSCOPE_BF16_TARGET void attendBf16Impl(const SegmentBf16& sg, ScratchBf16& sc) 
         const GatherPlan::Tile at = gp.tile(sg, i);
         const int n = at.n;
         const TileRows tr = tileRows<DK, DV>(sg, {at.k, at.v}, n, dec, sc);
-        const __mmask16 valid0 = n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1u);
-        const __mmask16 valid1 = n <= 16   ? __mmask16(0)
-                                 : n >= 32 ? __mmask16(0xffff)
-                                           : __mmask16((1u << (n - 16)) - 1u);
         next.begin(gp.next(sg, i), T);
-        scoreTile<DK>(sg, tr, valid0, valid1, sc, next);
         std::int64_t r = 0;
-        for (; r + 2 <= R; r += 2)
-            softmaxRows<2>(sc, r, valid0, valid1);
-        if (r < R)
-            softmaxRows<1>(sc, r, valid0, valid1);
+        if constexpr (Lanes) {
+            scoreTileLanes<DK>(sg, tr, sc, next);
+            softmaxLanes(sg, sc, n);
+        } else {
+            const __mmask16 valid0 = n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1u);
+            const __mmask16 valid1 = n <= 16   ? __mmask16(0)
+                                     : n >= 32 ? __mmask16(0xffff)
+                                               : __mmask16((1u << (n - 16)) - 1u);
+            scoreTile<DK>(sg, tr, valid0, valid1, sc, next);
+            for (; r + 2 <= R; r += 2)
+                softmaxRows<2>(sc, r, valid0, valid1);
+            if (r < R)
+                softmaxRows<1>(sc, r, valid0, valid1);
+        }
         const int pairs = (n + 1) / 2;
+        const std::int64_t pairStep = Lanes ? R : 1;
         for (r = 0; r + 4 <= R; r += 4)
-            pvBlock<4, DV>(sc, r, tr.v.base, tr.v.stride, pairs, next);
+            pvBlock<4, DV, Lanes>(sc, r, pairStep, tr.v.base, tr.v.stride, pairs, next);
         for (; r + 2 <= R; r += 2)
-            pvBlock<2, DV>(sc, r, tr.v.base, tr.v.stride, pairs, next);
+            pvBlock<2, DV, Lanes>(sc, r, pairStep, tr.v.base, tr.v.stride, pairs, next);
         for (; r < R; ++r)
-            pvBlock<1, DV>(sc, r, tr.v.base, tr.v.stride, pairs, next);
+            pvBlock<1, DV, Lanes>(sc, r, pairStep, tr.v.base, tr.v.stride, pairs, next);
         next.finish();
     }
-    finishRows<DV>(sg, sc);
+    finishRows<DV, Lanes>(sg, sc);
 }
 
 /// The first fp8 code that either vector decoder (the vpermi2w table one, and the VBMI one
@@ -370,7 +503,10 @@ bool attendBf16(const SegmentBf16& sg, std::int64_t keyDim, std::int64_t valueDi
                 ScratchBf16& sc) {
 #define KVSCOPE_BF16_CASE(K, V)                                                                    \
     if (keyDim == K && valueDim == V) {                                                            \
-        attendBf16Impl<K, V>(sg, sc);                                                              \
+        if (sg.rows % 16 == 0)                                                                     \
+            attendBf16Impl<K, V, true>(sg, sc);                                                    \
+        else                                                                                       \
+            attendBf16Impl<K, V, false>(sg, sc);                                                   \
         return true;                                                                               \
     }
     KVSCOPE_BF16_CASE(64, 64)

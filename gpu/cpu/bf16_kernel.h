@@ -29,6 +29,10 @@ struct ScratchBf16 {
     AlignedVector<float> lVec;                 // [rows][16]
     AlignedVector<float> s;                    // [rows][tile] scaled scores, -inf past the end
     AlignedVector<std::uint32_t> p;            // [rows][tile / 2] bf16 probability pairs
+    // Rows in lanes (rows a multiple of 16): mRow, lVec and alpha hold one value per row, s is
+    // [rows / 16][tile][16] and p [tile / 2][rows]; qT is the queries as [rows / 16][keyDim /
+    // 2][16] bf16 pairs.
+    AlignedVector<std::uint32_t> qT;
 };
 
 /// This CPU has AVX512_BF16 (and the AVX-512 subsets the kernel uses).
