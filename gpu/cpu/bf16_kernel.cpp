@@ -57,8 +57,8 @@ constexpr std::int64_t kBf16Tile = 32; // tokens per tile: two 16-lane score vec
 /// (a shift, a mask and two multiplies per pair) GCC ran out of general registers in the 4 x 4
 /// pass and kept pointers in xmm registers; K / V in L2, one thread: g 2 0.97, g 8 0.91, g 16
 /// 0.92 of the time.
-/// Lanes: the probabilities are rows in lanes (sc.p [pair][rows], pairStep = rows), else
-/// [row][pair] (pairStep 1).
+/// Lanes: the probabilities are [pair][rows] (softmaxLanes; pairStep = rows), else [row][pair]
+/// (pairStep 1).
 template <int RB, int DV, bool Lanes>
 KVSCOPE_BF16_TARGET inline void pvBlock(ScratchBf16& sc, std::int64_t r, std::int64_t pairStep,
                                         const std::uint8_t* v0, std::int64_t stride, int pairs,
@@ -401,22 +401,97 @@ KVSCOPE_BF16_TARGET inline void softmaxLanes(const SegmentBf16& sg, ScratchBf16&
     }
 }
 
+/// Value positions interleaved per chunk for the rows-in-lanes P·V: four blocks of 24.
+constexpr int kLanesChunk = 96;
+
+/// Columns [c0, c0 + w) of the tile's V rows 2pr and 2pr + 1 interleaved into bf16 pairs, sc.vT
+/// [pair][w] (w a multiple of 32): pvBlock's unpacks, once per tile instead of once per pass.
+/// Position 32c + 16h + 4L + j holds column 32c + 8L + 4h + j (finishRows puts the columns back
+/// in order).
+KVSCOPE_BF16_TARGET inline void interleaveValues(ScratchBf16& sc, const std::uint8_t* v0,
+                                                 std::int64_t stride, int c0, int w, int pairs) {
+    std::uint32_t* d = sc.vT.data();
+    v0 += 2 * c0;
+    for (int pr = 0; pr < pairs; ++pr, v0 += 2 * stride, d += w)
+        for (int c = 0; c < w / 32; ++c) {
+            const __m512i x = _mm512_loadu_si512(v0 + c * 64);
+            const __m512i y = _mm512_loadu_si512(v0 + stride + c * 64);
+            _mm512_storeu_si512(d + 32 * c, _mm512_unpacklo_epi16(x, y));
+            _mm512_storeu_si512(d + 32 * c + 16, _mm512_unpackhi_epi16(x, y));
+        }
+}
+
+/// O += P V for 16 rows (in lanes) and BW value positions: one accumulator per position, a
+/// probability-pair vector loaded once per token pair and a value pair broadcast into every
+/// vdpbf16ps (no shuffles). BW 24 keeps 24 chains in flight; the unroll pragmas keep the
+/// accumulators in registers (GCC peels at most 16 iterations by itself).
+template <int BW>
+KVSCOPE_BF16_TARGET __attribute__((noinline)) void
+pvLanes(float* acc, const float* alpha, const std::uint32_t* p, std::int64_t pairStep,
+        const std::uint32_t* vT, std::int64_t vStep, int pairs) {
+    const __m512 al = _mm512_loadu_ps(alpha);
+    __m512 o[BW];
+#pragma GCC unroll 24
+    for (int j = 0; j < BW; ++j)
+        o[j] = _mm512_mul_ps(_mm512_loadu_ps(acc + 16 * j), al);
+    for (int pr = 0; pr < pairs; ++pr, p += pairStep, vT += vStep) {
+        const __m512bh pv = asBh(_mm512_loadu_si512(p));
+#pragma GCC unroll 24
+        for (int j = 0; j < BW; ++j)
+            o[j] = _mm512_dpbf16_ps(o[j], pv, asBh(_mm512_set1_epi32(int(vT[j]))));
+    }
+#pragma GCC unroll 24
+    for (int j = 0; j < BW; ++j)
+        _mm512_storeu_ps(acc + 16 * j, o[j]);
+}
+
+/// O += P V for every row, rows in lanes: per chunk of kLanesChunk value positions, the chunk's V
+/// pairs interleaved once (small enough to stay in L1 beside MLA's 576-wide K tile), then every
+/// row block in blocks of 24 positions (the last 8 or 16); every block is a step of `next`.
+template <int DV>
+KVSCOPE_BF16_TARGET inline void pvTileLanes(const SegmentBf16& sg, ScratchBf16& sc, const RowMap& v,
+                                            int pairs, SpreadTile& next) {
+    sc.vT.resize(std::size_t(kBf16Tile / 2 * kLanesChunk));
+    for (int c0 = 0; c0 < DV; c0 += kLanesChunk) {
+        const int w = std::min(kLanesChunk, DV - c0);
+        interleaveValues(sc, v.base, v.stride, c0, w, pairs);
+        for (std::int64_t b = 0; b < sg.rows / 16; ++b) {
+            float* acc = sc.acc.data() + (b * DV + c0) * 16;
+            const float* alpha = sc.alpha.data() + b * 16;
+            const std::uint32_t* p = sc.p.data() + b * 16;
+            const std::uint32_t* vT = sc.vT.data();
+            int c = 0;
+            for (; c + 24 <= w; c += 24) {
+                pvLanes<24>(acc + c * 16, alpha, p, sg.rows, vT + c, w, pairs);
+                next.step();
+            }
+            if (w - c == 16)
+                pvLanes<16>(acc + c * 16, alpha, p, sg.rows, vT + c, w, pairs);
+            else if (w - c == 8)
+                pvLanes<8>(acc + c * 16, alpha, p, sg.rows, vT + c, w, pairs);
+            next.step();
+        }
+    }
+}
+
 /// Normalise and undo the interleave's column order. Lanes: one running max and sum per row,
 /// else 16 partial sums and the max in every lane.
-template <int DV, bool Lanes>
+template <int DV, bool Lanes, bool LanesPV>
 KVSCOPE_BF16_TARGET inline void finishRows(const SegmentBf16& sg, const ScratchBf16& sc) {
     constexpr std::int64_t perRow = Lanes ? 1 : 16;
     for (std::int64_t r = 0; r < sg.rows; ++r) {
         const float l = Lanes ? sc.lVec[std::size_t(r)]
                               : _mm512_reduce_add_ps(_mm512_loadu_ps(sc.lVec.data() + r * 16));
         const float inv = l > 0 ? 1.0f / l : 0.0f;
-        const float* a = sc.acc.data() + r * DV;
+        // Position pos of row r: [r][pos], or with LanesPV [r / 16][pos][r % 16].
+        const float* a = sc.acc.data() + (LanesPV ? (r / 16) * DV * 16 + r % 16 : r * DV);
+        constexpr std::int64_t posStep = LanesPV ? 16 : 1;
         float* o = sg.out + r * DV;
         for (int c = 0; c < DV / 32; ++c)
             for (int half = 0; half < 2; ++half)
                 for (int lane = 0; lane < 16; ++lane)
                     o[c * 32 + 8 * (lane / 4) + 4 * half + lane % 4] =
-                        a[(2 * c + half) * 16 + lane] * inv;
+                        a[((2 * c + half) * 16 + lane) * posStep] * inv;
         sg.lse[r] = l > 0 ? sc.mRow[std::size_t(r * perRow)] + std::log2(l)
                           : -std::numeric_limits<float>::infinity();
     }
@@ -430,7 +505,7 @@ KVSCOPE_BF16_TARGET inline void finishRows(const SegmentBf16& sg, const ScratchB
 /// sub-streams with the prefetch in the first P·V pass (the AMD host of NOTES.md, "sixteenth
 /// session", 16384-token segments from DRAM, 2 threads): bf16 g 1 0.71, g 2 0.83, g 4 0.69, g 8
 /// 0.72-0.76, g 16 0.82; fp8 g 1 0.82, g 8 0.90 of the time.
-template <int DK, int DV, bool Lanes>
+template <int DK, int DV, bool Lanes, bool LanesPV>
 KVSCOPE_BF16_TARGET void attendBf16Impl(const SegmentBf16& sg, ScratchBf16& sc) {
     constexpr int T = int(kBf16Tile);
     const std::int64_t R = sg.rows;
@@ -468,15 +543,29 @@ KVSCOPE_BF16_TARGET void attendBf16Impl(const SegmentBf16& sg, ScratchBf16& sc) 
         }
         const int pairs = (n + 1) / 2;
         const std::int64_t pairStep = Lanes ? R : 1;
-        for (r = 0; r + 4 <= R; r += 4)
-            pvBlock<4, DV, Lanes>(sc, r, pairStep, tr.v.base, tr.v.stride, pairs, next);
-        for (; r + 2 <= R; r += 2)
-            pvBlock<2, DV, Lanes>(sc, r, pairStep, tr.v.base, tr.v.stride, pairs, next);
-        for (; r < R; ++r)
-            pvBlock<1, DV, Lanes>(sc, r, pairStep, tr.v.base, tr.v.stride, pairs, next);
+        if constexpr (LanesPV) {
+            pvTileLanes<DV>(sg, sc, tr.v, pairs, next);
+        } else {
+            for (r = 0; r + 4 <= R; r += 4)
+                pvBlock<4, DV, Lanes>(sc, r, pairStep, tr.v.base, tr.v.stride, pairs, next);
+            for (; r + 2 <= R; r += 2)
+                pvBlock<2, DV, Lanes>(sc, r, pairStep, tr.v.base, tr.v.stride, pairs, next);
+            for (; r < R; ++r)
+                pvBlock<1, DV, Lanes>(sc, r, pairStep, tr.v.base, tr.v.stride, pairs, next);
+        }
         next.finish();
     }
-    finishRows<DV, Lanes>(sg, sc);
+    finishRows<DV, Lanes, LanesPV>(sg, sc);
+}
+
+/// Whether a rows-in-lanes stream (rows a multiple of 16) also runs P·V with the rows in lanes
+/// (pvTileLanes) rather than pvBlock. The lanes P·V interleaves V once per tile and keeps 24
+/// chains; pvBlock reads 512-wide V (MLA) straight from the K tile. Paired against pvBlock (the
+/// AMD host of NOTES.md, "seventeenth session", B / A): GQA g 16 0.89 in L2, 0.98 from DRAM; g 32
+/// 0.86 / 0.92; fp8 g 16 0.97 from DRAM; MLA h 16 1.05 / 1.19, h 32 1.05 from DRAM, h 128 0.95
+/// / 0.93.
+inline bool lanesValues(std::int64_t rows, std::int64_t valueDim) {
+    return valueDim <= 256 || rows >= 128;
 }
 
 /// The first fp8 code that either vector decoder (the vpermi2w table one, and the VBMI one
@@ -503,10 +592,12 @@ bool attendBf16(const SegmentBf16& sg, std::int64_t keyDim, std::int64_t valueDi
                 ScratchBf16& sc) {
 #define KVSCOPE_BF16_CASE(K, V)                                                                    \
     if (keyDim == K && valueDim == V) {                                                            \
-        if (sg.rows % 16 == 0)                                                                     \
-            attendBf16Impl<K, V, true>(sg, sc);                                                    \
+        if (sg.rows % 16 != 0)                                                                     \
+            attendBf16Impl<K, V, false, false>(sg, sc);                                            \
+        else if (lanesValues(sg.rows, V))                                                          \
+            attendBf16Impl<K, V, true, true>(sg, sc);                                              \
         else                                                                                       \
-            attendBf16Impl<K, V, false>(sg, sc);                                                   \
+            attendBf16Impl<K, V, true, false>(sg, sc);                                             \
         return true;                                                                               \
     }
     KVSCOPE_BF16_CASE(64, 64)
