@@ -127,6 +127,10 @@ private Q_SLOTS:
             QTest::newRow(("gqa-8 d128 " + n).c_str()) << gqa(32, 4, 128, 1500, 1, dt);
             QTest::newRow(("gqa-3 d128 " + n).c_str()) << gqa(12, 4, 128, 333, 2, dt);
             QTest::newRow(("mqa d256 " + n).c_str()) << gqa(16, 1, 256, 1100, 1, dt);
+            // 16 and 32 rows per stream: the bf16 kernel's rows-in-lanes path, every register
+            // block of its interleaved-V P·V (d 64: 4 x 64, d 128: 4 x 96 + 8 x 32).
+            QTest::newRow(("gqa-16 d64 " + n).c_str()) << gqa(32, 2, 64, 777, 1, dt);
+            QTest::newRow(("mqa d128 " + n).c_str()) << gqa(32, 1, 128, 555, 2, dt);
             QTest::newRow(("mla h16 " + n).c_str()) << mla(16, 900, 2, dt);
         }
     }

@@ -401,7 +401,8 @@ KVSCOPE_BF16_TARGET inline void softmaxLanes(const SegmentBf16& sg, ScratchBf16&
     }
 }
 
-/// Value positions interleaved per chunk for the rows-in-lanes P·V: four blocks of 24.
+/// Value positions interleaved per chunk for the rows-in-lanes P·V: one register block of 6
+/// vectors.
 constexpr int kLanesChunk = 96;
 
 /// Columns [c0, c0 + w) of the tile's V rows 2pr and 2pr + 1 interleaved into bf16 pairs, sc.vT
@@ -421,54 +422,70 @@ KVSCOPE_BF16_TARGET inline void interleaveValues(ScratchBf16& sc, const std::uin
         }
 }
 
-/// O += P V for 16 rows (in lanes) and BW value positions: one accumulator per position, a
-/// probability-pair vector loaded once per token pair and a value pair broadcast into every
-/// vdpbf16ps (no shuffles). BW 24 keeps 24 chains in flight; the unroll pragmas keep the
-/// accumulators in registers (GCC peels at most 16 iterations by itself).
-template <int BW>
+/// O += P V for R rows and 16C value positions from the interleaved V (sc.vT): per token pair C
+/// value vectors loaded and one probability pair per row broadcast, R x C vdpbf16ps. A load per
+/// vdpbf16ps (a value pair broadcast into each, rows in lanes) held them to about 0.8 of the
+/// chain ceiling's rate; one per two reaches it (NOTES.md, "seventeenth session"). The unroll
+/// pragmas keep the accumulators in registers (GCC peels at most 16 iterations by itself).
+template <int R, int C>
 KVSCOPE_BF16_TARGET __attribute__((noinline)) void
-pvLanes(float* acc, const float* alpha, const std::uint32_t* p, std::int64_t pairStep,
-        const std::uint32_t* vT, std::int64_t vStep, int pairs) {
-    const __m512 al = _mm512_loadu_ps(alpha);
-    __m512 o[BW];
-#pragma GCC unroll 24
-    for (int j = 0; j < BW; ++j)
-        o[j] = _mm512_mul_ps(_mm512_loadu_ps(acc + 16 * j), al);
-    for (int pr = 0; pr < pairs; ++pr, p += pairStep, vT += vStep) {
-        const __m512bh pv = asBh(_mm512_loadu_si512(p));
-#pragma GCC unroll 24
-        for (int j = 0; j < BW; ++j)
-            o[j] = _mm512_dpbf16_ps(o[j], pv, asBh(_mm512_set1_epi32(int(vT[j]))));
+pvRegs(float* acc, std::int64_t accStride, const float* alpha, const std::uint32_t* p,
+       std::int64_t pairStep, const std::uint32_t* vT, std::int64_t vStep, int pairs) {
+    __m512 o[R][C];
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) {
+        const __m512 al = _mm512_set1_ps(alpha[i]);
+#pragma GCC unroll 8
+        for (int j = 0; j < C; ++j)
+            o[i][j] = _mm512_mul_ps(_mm512_loadu_ps(acc + i * accStride + 16 * j), al);
     }
-#pragma GCC unroll 24
-    for (int j = 0; j < BW; ++j)
-        _mm512_storeu_ps(acc + 16 * j, o[j]);
+    for (int pr = 0; pr < pairs; ++pr, p += pairStep, vT += vStep) {
+        __m512bh v[C];
+#pragma GCC unroll 8
+        for (int j = 0; j < C; ++j)
+            v[j] = asBh(_mm512_loadu_si512(vT + 16 * j));
+#pragma GCC unroll 8
+        for (int i = 0; i < R; ++i) {
+            const __m512bh b = asBh(_mm512_set1_epi32(int(p[i])));
+#pragma GCC unroll 8
+            for (int j = 0; j < C; ++j)
+                o[i][j] = _mm512_dpbf16_ps(o[i][j], v[j], b);
+        }
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i)
+#pragma GCC unroll 8
+        for (int j = 0; j < C; ++j)
+            _mm512_storeu_ps(acc + i * accStride + 16 * j, o[i][j]);
 }
 
-/// O += P V for every row, rows in lanes: per chunk of kLanesChunk value positions, the chunk's V
-/// pairs interleaved once (small enough to stay in L1 beside MLA's 576-wide K tile), then every
-/// row block in blocks of 24 positions (the last 8 or 16); every block is a step of `next`.
+/// O += P V for every row of a rows-in-lanes stream: per chunk of kLanesChunk value positions,
+/// the chunk's V pairs interleaved once (small enough to stay in L1 beside MLA's 576-wide K
+/// tile), then register blocks of 4 rows x 96 positions (a 64-position rest: 4 x 64, a
+/// 32-position one: 8 x 32), 16-24 chains each; every block is a step of `next`.
 template <int DV>
-KVSCOPE_BF16_TARGET inline void pvTileLanes(const SegmentBf16& sg, ScratchBf16& sc, const RowMap& v,
-                                            int pairs, SpreadTile& next) {
+KVSCOPE_BF16_TARGET inline void pvTileInterleaved(const SegmentBf16& sg, ScratchBf16& sc,
+                                                  const RowMap& v, int pairs, SpreadTile& next) {
+    static_assert(DV % 32 == 0);
     sc.vT.resize(std::size_t(kBf16Tile / 2 * kLanesChunk));
+    const std::uint32_t* vT = sc.vT.data();
     for (int c0 = 0; c0 < DV; c0 += kLanesChunk) {
         const int w = std::min(kLanesChunk, DV - c0);
         interleaveValues(sc, v.base, v.stride, c0, w, pairs);
-        for (std::int64_t b = 0; b < sg.rows / 16; ++b) {
-            float* acc = sc.acc.data() + (b * DV + c0) * 16;
-            const float* alpha = sc.alpha.data() + b * 16;
-            const std::uint32_t* p = sc.p.data() + b * 16;
-            const std::uint32_t* vT = sc.vT.data();
-            int c = 0;
-            for (; c + 24 <= w; c += 24) {
-                pvLanes<24>(acc + c * 16, alpha, p, sg.rows, vT + c, w, pairs);
-                next.step();
+        for (std::int64_t r = 0; r < sg.rows;) {
+            float* acc = sc.acc.data() + r * DV + c0;
+            const float* alpha = sc.alpha.data() + r;
+            const std::uint32_t* p = sc.p.data() + r;
+            if (w == 96) {
+                pvRegs<4, 6>(acc, DV, alpha, p, sg.rows, vT, w, pairs);
+                r += 4;
+            } else if (w == 64) {
+                pvRegs<4, 4>(acc, DV, alpha, p, sg.rows, vT, w, pairs);
+                r += 4;
+            } else {
+                pvRegs<8, 2>(acc, DV, alpha, p, sg.rows, vT, w, pairs);
+                r += 8;
             }
-            if (w - c == 16)
-                pvLanes<16>(acc + c * 16, alpha, p, sg.rows, vT + c, w, pairs);
-            else if (w - c == 8)
-                pvLanes<8>(acc + c * 16, alpha, p, sg.rows, vT + c, w, pairs);
             next.step();
         }
     }
@@ -476,22 +493,20 @@ KVSCOPE_BF16_TARGET inline void pvTileLanes(const SegmentBf16& sg, ScratchBf16& 
 
 /// Normalise and undo the interleave's column order. Lanes: one running max and sum per row,
 /// else 16 partial sums and the max in every lane.
-template <int DV, bool Lanes, bool LanesPV>
+template <int DV, bool Lanes>
 KVSCOPE_BF16_TARGET inline void finishRows(const SegmentBf16& sg, const ScratchBf16& sc) {
     constexpr std::int64_t perRow = Lanes ? 1 : 16;
     for (std::int64_t r = 0; r < sg.rows; ++r) {
         const float l = Lanes ? sc.lVec[std::size_t(r)]
                               : _mm512_reduce_add_ps(_mm512_loadu_ps(sc.lVec.data() + r * 16));
         const float inv = l > 0 ? 1.0f / l : 0.0f;
-        // Position pos of row r: [r][pos], or with LanesPV [r / 16][pos][r % 16].
-        const float* a = sc.acc.data() + (LanesPV ? (r / 16) * DV * 16 + r % 16 : r * DV);
-        constexpr std::int64_t posStep = LanesPV ? 16 : 1;
+        const float* a = sc.acc.data() + r * DV;
         float* o = sg.out + r * DV;
         for (int c = 0; c < DV / 32; ++c)
             for (int half = 0; half < 2; ++half)
                 for (int lane = 0; lane < 16; ++lane)
                     o[c * 32 + 8 * (lane / 4) + 4 * half + lane % 4] =
-                        a[((2 * c + half) * 16 + lane) * posStep] * inv;
+                        a[(2 * c + half) * 16 + lane] * inv;
         sg.lse[r] = l > 0 ? sc.mRow[std::size_t(r * perRow)] + std::log2(l)
                           : -std::numeric_limits<float>::infinity();
     }
@@ -505,7 +520,7 @@ KVSCOPE_BF16_TARGET inline void finishRows(const SegmentBf16& sg, const ScratchB
 /// sub-streams with the prefetch in the first P·V pass (the AMD host of NOTES.md, "sixteenth
 /// session", 16384-token segments from DRAM, 2 threads): bf16 g 1 0.71, g 2 0.83, g 4 0.69, g 8
 /// 0.72-0.76, g 16 0.82; fp8 g 1 0.82, g 8 0.90 of the time.
-template <int DK, int DV, bool Lanes, bool LanesPV>
+template <int DK, int DV, bool Lanes, bool InterleavedV>
 KVSCOPE_BF16_TARGET void attendBf16Impl(const SegmentBf16& sg, ScratchBf16& sc) {
     constexpr int T = int(kBf16Tile);
     const std::int64_t R = sg.rows;
@@ -543,8 +558,8 @@ KVSCOPE_BF16_TARGET void attendBf16Impl(const SegmentBf16& sg, ScratchBf16& sc) 
         }
         const int pairs = (n + 1) / 2;
         const std::int64_t pairStep = Lanes ? R : 1;
-        if constexpr (LanesPV) {
-            pvTileLanes<DV>(sg, sc, tr.v, pairs, next);
+        if constexpr (InterleavedV) {
+            pvTileInterleaved<DV>(sg, sc, tr.v, pairs, next);
         } else {
             for (r = 0; r + 4 <= R; r += 4)
                 pvBlock<4, DV, Lanes>(sc, r, pairStep, tr.v.base, tr.v.stride, pairs, next);
@@ -555,16 +570,17 @@ KVSCOPE_BF16_TARGET void attendBf16Impl(const SegmentBf16& sg, ScratchBf16& sc) 
         }
         next.finish();
     }
-    finishRows<DV, Lanes, LanesPV>(sg, sc);
+    finishRows<DV, Lanes>(sg, sc);
 }
 
-/// Whether a rows-in-lanes stream (rows a multiple of 16) also runs P·V with the rows in lanes
-/// (pvTileLanes) rather than pvBlock. The lanes P·V interleaves V once per tile and keeps 24
-/// chains; pvBlock reads 512-wide V (MLA) straight from the K tile. Paired against pvBlock (the
-/// AMD host of NOTES.md, "seventeenth session", B / A): GQA g 16 0.89 in L2, 0.98 from DRAM; g 32
-/// 0.86 / 0.92; fp8 g 16 0.97 from DRAM; MLA h 16 1.05 / 1.19, h 32 1.05 from DRAM, h 128 0.95
-/// / 0.93.
-inline bool lanesValues(std::int64_t rows, std::int64_t valueDim) {
+/// Whether a rows-in-lanes stream (rows a multiple of 16) runs P·V from V interleaved once per
+/// chunk (pvTileInterleaved) rather than pvBlock, which interleaves in registers once per pass of
+/// four rows and reads MLA's 512-wide V straight from the K tile. Paired against pvBlock (the AMD
+/// host of NOTES.md, "seventeenth session", B / A, with 24-position row-in-lanes blocks): GQA g 16
+/// 0.89 in L2, 0.98 from DRAM; g 32 0.86 / 0.92; fp8 g 16 0.97 from DRAM; MLA h 16 1.05 / 1.19,
+/// h 128 0.95 / 0.93; the 4 x 96 register blocks then bought g 16 0.94-0.96 in L2, fp8 g 16 0.92,
+/// MLA h 128 0.95 and kept MLA h 16 behind pvBlock (1.05).
+inline bool interleavedValues(std::int64_t rows, std::int64_t valueDim) {
     return valueDim <= 256 || rows >= 128;
 }
 
@@ -594,7 +610,7 @@ bool attendBf16(const SegmentBf16& sg, std::int64_t keyDim, std::int64_t valueDi
     if (keyDim == K && valueDim == V) {                                                            \
         if (sg.rows % 16 != 0)                                                                     \
             attendBf16Impl<K, V, false, false>(sg, sc);                                            \
-        else if (lanesValues(sg.rows, V))                                                          \
+        else if (interleavedValues(sg.rows, V))                                                    \
             attendBf16Impl<K, V, true, true>(sg, sc);                                              \
         else                                                                                       \
             attendBf16Impl<K, V, true, false>(sg, sc);                                             \

@@ -31,10 +31,10 @@ struct ScratchBf16 {
     AlignedVector<std::uint32_t> p;            // [rows][tile / 2] bf16 probability pairs
     // Rows in lanes (rows a multiple of 16): mRow, lVec and alpha hold one value per row, s is
     // [rows / 16][tile][16] and p [tile / 2][rows]; qT is the queries as [rows / 16][keyDim /
-    // 2][16] bf16 pairs; with P·V in lanes too, acc is [rows / 16][valueDim][16].
+    // 2][16] bf16 pairs.
     AlignedVector<std::uint32_t> qT;
     AlignedVector<std::uint32_t>
-        vT; // P·V in lanes: a chunk of a tile's V as [pair][chunk] bf16 pairs
+        vT; // a chunk of a tile's V as [pair][chunk] bf16 pairs (pvTileInterleaved)
 };
 
 /// This CPU has AVX512_BF16 (and the AVX-512 subsets the kernel uses).
