@@ -195,18 +195,16 @@ KVSCOPE_BF16_TARGET inline void softmaxRows(ScratchBf16& sc, std::int64_t r0, __
         _mm512_storeu_ps(mRow, mNew);
         const __m512 alpha = exp2Neg512(_mm512_sub_ps(mOld, mNew)); // ~0 on the first tile
         sc.alpha[std::size_t(r)] = _mm512_cvtss_f32(alpha);
-        const __m512 p0 = _mm512_maskz_mov_ps(valid0, exp2Neg512(_mm512_sub_ps(s0, mNew)));
-        const __m512 p1 = _mm512_maskz_mov_ps(valid1, exp2Neg512(_mm512_sub_ps(s1, mNew)));
+        const __m512 p0 = _mm512_maskz_mov_ps(valid0, exp2Bf16Weights512(_mm512_sub_ps(s0, mNew)));
+        const __m512 p1 = _mm512_maskz_mov_ps(valid1, exp2Bf16Weights512(_mm512_sub_ps(s1, mNew)));
         // bf16 pairs (token 2k low, 2k+1 high) and the same rounded values for the sum.
         const __m512bh pb = _mm512_cvtne2ps_pbh(p1, p0);
         __m512i pbits;
         std::memcpy(&pbits, &pb, sizeof pbits);
         _mm512_storeu_si512(sc.p.data() + r * T / 2, pbits);
-        const __m512 lo = _mm512_castsi512_ps(_mm512_slli_epi32(pbits, 16));
-        const __m512 hi =
-            _mm512_castsi512_ps(_mm512_and_si512(pbits, _mm512_set1_epi32(int(0xffff0000u))));
         float* l = sc.lVec.data() + r * 16;
-        _mm512_storeu_ps(l, _mm512_fmadd_ps(_mm512_loadu_ps(l), alpha, _mm512_add_ps(lo, hi)));
+        _mm512_storeu_ps(l, _mm512_dpbf16_ps(_mm512_mul_ps(_mm512_loadu_ps(l), alpha), pb,
+                                             asBh(_mm512_set1_epi16(0x3f80)))); // + lo + hi
     }
 }
 
@@ -309,11 +307,13 @@ KVSCOPE_BF16_TARGET inline __attribute__((always_inline)) __m512bh pairAt(const 
 }
 
 /// Token t's probabilities from its unscaled scores s[16t..], rows in lanes; 0 past the tile's n.
+/// The weights are rounded to bf16 next, so the degree-3 exp2 (7.5e-5) does instead of the
+/// degree-7 one the fp32 rescale factors keep.
 KVSCOPE_BF16_TARGET inline __m512 probLanes(const float* s, int t, int n, __m512 scale,
                                             __m512 mNew) {
     if (t >= n)
         return _mm512_setzero_ps();
-    return exp2Neg512(_mm512_sub_ps(_mm512_mul_ps(_mm512_loadu_ps(s + 16 * t), scale), mNew));
+    return exp2Bf16Weights512(_mm512_fmsub_ps(_mm512_loadu_ps(s + 16 * t), scale, mNew));
 }
 
 /// Unscaled scores of 16 rows (qT, rows in lanes) against the TB key rows at k, k + stride, ...:
@@ -372,18 +372,25 @@ KVSCOPE_BF16_TARGET inline void softmaxLanes(const SegmentBf16& sg, ScratchBf16&
         order[2 * i + 1] = std::uint16_t(16 + i);
     }
     const __m512i interleave = _mm512_load_si512(order);
+    const __m512bh ones = asBh(_mm512_set1_epi16(0x3f80)); // bf16 1.0: a vdpbf16ps sums the pair
     for (std::int64_t b = 0; b < sg.rows / 16; ++b) {
         const float* s = sc.s.data() + b * T * 16;
-        __m512 tileMax = _mm512_loadu_ps(s);
-        for (int t = 1; t < n; ++t)
+        __m512 tileMax = _mm512_loadu_ps(s), max1 = tileMax; // two chains
+        int t = 1;
+        for (; t + 1 < n; t += 2) {
             tileMax = _mm512_max_ps(tileMax, _mm512_loadu_ps(s + 16 * t));
+            max1 = _mm512_max_ps(max1, _mm512_loadu_ps(s + 16 * t + 16));
+        }
+        if (t < n)
+            tileMax = _mm512_max_ps(tileMax, _mm512_loadu_ps(s + 16 * t));
+        tileMax = _mm512_max_ps(tileMax, max1);
         float* mRow = sc.mRow.data() + b * 16;
         const __m512 mOld = _mm512_loadu_ps(mRow);
         const __m512 mNew = _mm512_max_ps(mOld, _mm512_mul_ps(tileMax, scale));
         _mm512_storeu_ps(mRow, mNew);
         const __m512 alpha = exp2Neg512(_mm512_sub_ps(mOld, mNew)); // ~0 on the first tile
         _mm512_storeu_ps(sc.alpha.data() + b * 16, alpha);
-        __m512 sum = zero;
+        __m512 sums[2] = {zero, zero}; // the rounded weights, two chains
         for (int pr = 0; pr < T / 2; ++pr) {
             const __m512bh pb = _mm512_cvtne2ps_pbh(probLanes(s, 2 * pr + 1, n, scale, mNew),
                                                     probLanes(s, 2 * pr, n, scale, mNew));
@@ -391,11 +398,9 @@ KVSCOPE_BF16_TARGET inline void softmaxLanes(const SegmentBf16& sg, ScratchBf16&
             std::memcpy(&pbits, &pb, sizeof pbits);
             pbits = _mm512_permutexvar_epi16(interleave, pbits);
             _mm512_storeu_si512(sc.p.data() + pr * sg.rows + b * 16, pbits);
-            const __m512 lo = _mm512_castsi512_ps(_mm512_slli_epi32(pbits, 16));
-            const __m512 hi =
-                _mm512_castsi512_ps(_mm512_and_si512(pbits, _mm512_set1_epi32(int(0xffff0000u))));
-            sum = _mm512_add_ps(sum, _mm512_add_ps(lo, hi));
+            sums[pr % 2] = _mm512_dpbf16_ps(sums[pr % 2], asBh(pbits), ones);
         }
+        const __m512 sum = _mm512_add_ps(sums[0], sums[1]);
         float* l = sc.lVec.data() + b * 16;
         _mm512_storeu_ps(l, _mm512_fmadd_ps(_mm512_loadu_ps(l), alpha, sum));
     }
