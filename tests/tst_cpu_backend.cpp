@@ -131,6 +131,9 @@ private Q_SLOTS:
             // block of its interleaved-V P·V (d 64: 4 x 64, d 128: 4 x 96 + 8 x 32).
             QTest::newRow(("gqa-16 d64 " + n).c_str()) << gqa(32, 2, 64, 777, 1, dt);
             QTest::newRow(("mqa d128 " + n).c_str()) << gqa(32, 1, 128, 555, 2, dt);
+            // 8 rows: the half-lanes path (8 rows x 2 per vector), with odd partial tiles.
+            QTest::newRow(("gqa-8 d64 " + n).c_str()) << gqa(16, 2, 64, 29, 1, dt);
+            QTest::newRow(("gqa-8 d256 " + n).c_str()) << gqa(16, 2, 256, 45, 2, dt);
             QTest::newRow(("mla h16 " + n).c_str()) << mla(16, 900, 2, dt);
         }
     }

@@ -8,7 +8,8 @@
 // vdpbf16ps sums two tokens per lane. Output columns come out permuted by the interleave (lane
 // 4L + j of the low/high half holds column 8L + j / 8L + 4 + j of each 32-column chunk) and are
 // put back in order at the end of the segment. Streams of a multiple of 16 rows (GQA g 16 and 32,
-// MLA) score with the rows in lanes instead: one key pair broadcast per vdpbf16ps, no transposes.
+// MLA) score with the rows in lanes instead: one key pair broadcast per vdpbf16ps, no transposes;
+// streams of 8 rows in half lanes (8 rows x 2 key pairs per vector, a 64-bit key broadcast).
 #include "gpu/cpu/bf16_kernel.h"
 
 #include "gpu/cpu/bf16_simd.h"
@@ -406,6 +407,119 @@ KVSCOPE_BF16_TARGET inline void softmaxLanes(const SegmentBf16& sg, ScratchBf16&
     }
 }
 
+/// Streams of 8 rows ("half lanes"): a vector holds 8 rows x 2. The queries as [DK / 4][16]:
+/// lane 2r + par of step st is row r's key pair 2 st + par, so one broadcast 64-bit key word (the
+/// pairs 2 st and 2 st + 1 of a token) meets both, and every vdpbf16ps adds 4 products for each
+/// of 8 rows of one token. No transposes; a pair-add per token at the end.
+template <int DK> inline void transposeQueriesHalf(const SegmentBf16& sg, ScratchBf16& sc) {
+    sc.qT.resize(std::size_t(DK / 4 * 16));
+    for (int st = 0; st < DK / 4; ++st)
+        for (int l = 0; l < 16; ++l)
+            std::memcpy(&sc.qT[std::size_t(st * 16 + l)],
+                        sg.q + (l / 2) * DK + 2 * (2 * st + l % 2), 4);
+}
+
+/// Unscaled scores of the 8 rows against the TB (even) key rows at k, k + stride, ...: out[16u +
+/// l] = q[l % 8] . k[2u + l / 8], token pairs as [8 rows | 8 rows]. Two accumulators per token
+/// (even and odd steps): TB 12 keeps 24 chains.
+template <int DK, int TB>
+KVSCOPE_BF16_TARGET __attribute__((noinline)) void
+scoresHalf(const std::uint32_t* qT, const std::uint8_t* k, std::int64_t stride, float* out) {
+    static_assert(TB % 2 == 0 && DK % 8 == 0);
+    const std::uint8_t* kt[TB];
+    for (int t = 0; t < TB; ++t)
+        kt[t] = k + t * stride;
+    __m512 ev[TB], od[TB];
+    for (int t = 0; t < TB; ++t)
+        ev[t] = od[t] = _mm512_setzero_ps();
+    for (int st = 0; st < DK / 4; st += 2) {
+        const __m512bh q0 = asBh(_mm512_loadu_si512(qT + st * 16));
+        const __m512bh q1 = asBh(_mm512_loadu_si512(qT + st * 16 + 16));
+        for (int t = 0; t < TB; ++t) {
+            std::int64_t w0, w1;
+            std::memcpy(&w0, kt[t] + 8 * st, 8);
+            std::memcpy(&w1, kt[t] + 8 * st + 8, 8);
+            ev[t] = _mm512_dpbf16_ps(ev[t], q0, asBh(_mm512_set1_epi64(w0)));
+            od[t] = _mm512_dpbf16_ps(od[t], q1, asBh(_mm512_set1_epi64(w1)));
+        }
+    }
+    alignas(64) std::int32_t even[16], odd[16];
+    for (int i = 0; i < 16; ++i) {
+        even[i] = 2 * i;
+        odd[i] = 2 * i + 1;
+    }
+    const __m512i ie = _mm512_load_si512(even), io = _mm512_load_si512(odd);
+    for (int t = 0; t < TB; t += 2) {
+        const __m512 a = _mm512_add_ps(ev[t], od[t]), b = _mm512_add_ps(ev[t + 1], od[t + 1]);
+        _mm512_storeu_ps(out + 8 * t, _mm512_add_ps(_mm512_permutex2var_ps(a, ie, b),
+                                                    _mm512_permutex2var_ps(a, io, b)));
+    }
+}
+
+/// Unscaled scores of the 8 rows over the tile into sc.s ([pair][16]); every call is a step of
+/// `next`.
+template <int DK>
+KVSCOPE_BF16_TARGET inline void scoreTileHalf(const TileRows& tr, ScratchBf16& sc,
+                                              SpreadTile& next) {
+    constexpr int T = int(kBf16Tile);
+    for (int j = 0; j < T; j += 12) {
+        if (j + 12 <= T)
+            scoresHalf<DK, 12>(sc.qT.data(), tr.k.row(j), tr.k.stride, sc.s.data() + j * 8);
+        else
+            scoresHalf<DK, 8>(sc.qT.data(), tr.k.row(j), tr.k.stride, sc.s.data() + j * 8);
+        next.step();
+    }
+}
+
+/// A token pair's probabilities from its unscaled scores s[0..16) (8 rows x 2), 0 where invalid.
+KVSCOPE_BF16_TARGET inline __m512 probHalf(const float* s, __mmask16 valid, __m512 scale,
+                                           __m512 mNew) {
+    return _mm512_maskz_mov_ps(
+        valid, exp2Bf16Weights512(_mm512_fmsub_ps(_mm512_loadu_ps(s), scale, mNew)));
+}
+
+/// The online-softmax update of the 8 rows from the first n tokens' scores (sc.s as [pair][8 rows
+/// x 2]): as softmaxLanes, a vector per token pair; the pairs stored as [pair][8 rows].
+KVSCOPE_BF16_TARGET inline void softmaxHalf(const SegmentBf16& sg, ScratchBf16& sc, int n) {
+    constexpr int T = int(kBf16Tile);
+    const __m512 scale = _mm512_set1_ps(sg.scoreScale);
+    alignas(64) std::uint16_t order[32]; // pair u: rows' words r (token 2u) and 8 + r (2u + 1)
+    for (int r = 0; r < 8; ++r)
+        for (int h = 0; h < 2; ++h) {
+            order[16 * h + 2 * r] = std::uint16_t(16 * h + r);
+            order[16 * h + 2 * r + 1] = std::uint16_t(16 * h + 8 + r);
+        }
+    const __m512i interleave = _mm512_load_si512(order);
+    const __m512bh ones = asBh(_mm512_set1_epi16(0x3f80));
+    const auto valid = [n](int u) {
+        return __mmask16((2 * u < n ? 0x00ffu : 0u) | (2 * u + 1 < n ? 0xff00u : 0u));
+    };
+    __m512 m = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+    for (int u = 0; 2 * u < n; ++u)
+        m = _mm512_mask_max_ps(m, valid(u), m, _mm512_loadu_ps(sc.s.data() + 16 * u));
+    m = _mm512_max_ps(m, _mm512_shuffle_f32x4(m, m, 0x4e)); // both halves: the row max
+    const __m512 mOld = _mm512_broadcast_f32x8(_mm256_loadu_ps(sc.mRow.data()));
+    const __m512 mNew = _mm512_max_ps(mOld, _mm512_mul_ps(m, scale));
+    _mm256_storeu_ps(sc.mRow.data(), _mm512_castps512_ps256(mNew));
+    const __m512 alpha = exp2Neg512(_mm512_sub_ps(mOld, mNew)); // ~0 on the first tile
+    _mm256_storeu_ps(sc.alpha.data(), _mm512_castps512_ps256(alpha));
+    __m512 sum = _mm512_setzero_ps();
+    for (int u = 0; u < T / 2; u += 2) {
+        const __m512bh pb =
+            _mm512_cvtne2ps_pbh(probHalf(sc.s.data() + 16 * u + 16, valid(u + 1), scale, mNew),
+                                probHalf(sc.s.data() + 16 * u, valid(u), scale, mNew));
+        __m512i pbits;
+        std::memcpy(&pbits, &pb, sizeof pbits);
+        pbits = _mm512_permutexvar_epi16(interleave, pbits);
+        _mm512_storeu_si512(sc.p.data() + 8 * u, pbits);
+        sum = _mm512_dpbf16_ps(sum, asBh(pbits), ones);
+    }
+    sum = _mm512_add_ps(sum, _mm512_shuffle_f32x4(sum, sum, 0x4e));
+    const __m256 l = _mm256_loadu_ps(sc.lVec.data());
+    _mm256_storeu_ps(sc.lVec.data(), _mm256_fmadd_ps(l, _mm512_castps512_ps256(alpha),
+                                                     _mm512_castps512_ps256(sum)));
+}
+
 /// Value positions interleaved per chunk for the rows-in-lanes P·V: one register block of 6
 /// vectors.
 constexpr int kLanesChunk = 96;
@@ -525,7 +639,7 @@ KVSCOPE_BF16_TARGET inline void finishRows(const SegmentBf16& sg, const ScratchB
 /// sub-streams with the prefetch in the first P·V pass (the AMD host of NOTES.md, "sixteenth
 /// session", 16384-token segments from DRAM, 2 threads): bf16 g 1 0.71, g 2 0.83, g 4 0.69, g 8
 /// 0.72-0.76, g 16 0.82; fp8 g 1 0.82, g 8 0.90 of the time.
-template <int DK, int DV, bool Lanes, bool InterleavedV>
+template <int DK, int DV, bool Lanes, bool InterleavedV, bool Half = false>
 KVSCOPE_BF16_TARGET void attendBf16Impl(const SegmentBf16& sg, ScratchBf16& sc) {
     constexpr int T = int(kBf16Tile);
     const std::int64_t R = sg.rows;
@@ -536,7 +650,9 @@ KVSCOPE_BF16_TARGET void attendBf16Impl(const SegmentBf16& sg, ScratchBf16& sc) 
     sc.lVec.assign(std::size_t(R * perRow), 0.0f);
     sc.s.resize(std::size_t(R * T));
     sc.p.resize(std::size_t(R * T / 2));
-    if constexpr (Lanes)
+    if constexpr (Half)
+        transposeQueriesHalf<DK>(sg, sc);
+    else if constexpr (Lanes)
         transposeQueries<DK>(sg, sc);
     const Fp8Decoder dec = sg.dtype != KvDtype::Bf16 ? fp8Decoder() : Fp8Decoder::Table;
     const GatherPlan gp = GatherPlan::contiguous(T, kGatherShift);
@@ -547,7 +663,10 @@ KVSCOPE_BF16_TARGET void attendBf16Impl(const SegmentBf16& sg, ScratchBf16& sc) 
         const TileRows tr = tileRows<DK, DV>(sg, {at.k, at.v}, n, dec, sc);
         next.begin(gp.next(sg, i), T);
         std::int64_t r = 0;
-        if constexpr (Lanes) {
+        if constexpr (Half) {
+            scoreTileHalf<DK>(tr, sc, next);
+            softmaxHalf(sg, sc, n);
+        } else if constexpr (Lanes) {
             scoreTileLanes<DK>(sg, tr, sc, next);
             softmaxLanes(sg, sc, n);
         } else {
@@ -576,6 +695,14 @@ KVSCOPE_BF16_TARGET void attendBf16Impl(const SegmentBf16& sg, ScratchBf16& sc) 
         next.finish();
     }
     finishRows<DV, Lanes>(sg, sc);
+}
+
+/// Streams of 8 rows score and softmax in half lanes (scoresHalf, softmaxHalf) unless
+/// KVSCOPE_CPU_HALF=0 (A/B): against the transposed scores, paired on the AMD host (NOTES.md,
+/// "seventeenth session"): bf16 g 8 0.87 in L2, 0.90 from DRAM; fp8 g 8 0.92; MLA h 8 0.94.
+inline bool halfLanesEnabled() {
+    static const bool on = cpuSwitchOn("KVSCOPE_CPU_HALF");
+    return on;
 }
 
 /// Whether a rows-in-lanes stream (rows a multiple of 16) runs P·V from V interleaved once per
@@ -613,7 +740,9 @@ bool attendBf16(const SegmentBf16& sg, std::int64_t keyDim, std::int64_t valueDi
                 ScratchBf16& sc) {
 #define KVSCOPE_BF16_CASE(K, V)                                                                    \
     if (keyDim == K && valueDim == V) {                                                            \
-        if (sg.rows % 16 != 0)                                                                     \
+        if (sg.rows == 8 && halfLanesEnabled())                                                    \
+            attendBf16Impl<K, V, true, false, true>(sg, sc);                                       \
+        else if (sg.rows % 16 != 0)                                                                \
             attendBf16Impl<K, V, false, false>(sg, sc);                                            \
         else if (interleavedValues(sg.rows, V))                                                    \
             attendBf16Impl<K, V, true, true>(sg, sc);                                              \
