@@ -299,12 +299,19 @@ template <int DK> inline void transposeQueries(const SegmentBf16& sg, ScratchBf1
                             sg.q + (b * 16 + l) * DK + 2 * dp, 4);
 }
 
-/// The key pair dp of a bf16 row, broadcast (a vdpbf16ps memory operand).
-KVSCOPE_BF16_TARGET inline __attribute__((always_inline)) __m512bh pairAt(const std::uint8_t* row,
-                                                                          int dp) {
-    std::int32_t w;
-    std::memcpy(&w, row + 4 * dp, 4);
-    return asBh(_mm512_set1_epi32(w));
+/// W bytes of a key row (one or two bf16 pairs), broadcast into every lane (pair) or lane pair.
+template <int W>
+KVSCOPE_BF16_TARGET inline __attribute__((always_inline)) __m512bh
+broadcastKey(const std::uint8_t* p) {
+    if constexpr (W == 4) {
+        std::int32_t w;
+        std::memcpy(&w, p, 4);
+        return asBh(_mm512_set1_epi32(w));
+    } else {
+        std::int64_t w;
+        std::memcpy(&w, p, 8);
+        return asBh(_mm512_set1_epi64(w));
+    }
 }
 
 /// Token t's probabilities from its unscaled scores s[16t..], rows in lanes; 0 past the tile's n.
@@ -317,6 +324,31 @@ KVSCOPE_BF16_TARGET inline __m512 probLanes(const float* s, int t, int n, __m512
     return exp2Bf16Weights512(_mm512_fmsub_ps(_mm512_loadu_ps(s + 16 * t), scale, mNew));
 }
 
+/// dot[t] = the dot products of the TB key rows at k, k + stride, ... with the queries qT, W
+/// bytes of key (W / 4 bf16 pairs) broadcast into every vdpbf16ps: W 4 for rows in lanes, 8 for
+/// half lanes. Two accumulators per token (even and odd steps): TB 12 keeps 24 chains.
+template <int DK, int TB, int W>
+KVSCOPE_BF16_TARGET inline __attribute__((always_inline)) void
+keyDots(const std::uint32_t* qT, const std::uint8_t* k, std::int64_t stride, __m512 (&dot)[TB]) {
+    static_assert(W == 4 || W == 8);
+    const std::uint8_t* kt[TB];
+    for (int t = 0; t < TB; ++t)
+        kt[t] = k + t * stride;
+    __m512 ev[TB], od[TB];
+    for (int t = 0; t < TB; ++t)
+        ev[t] = od[t] = _mm512_setzero_ps();
+    for (int st = 0; st < DK * 2 / W; st += 2) {
+        const __m512bh q0 = asBh(_mm512_loadu_si512(qT + st * 16));
+        const __m512bh q1 = asBh(_mm512_loadu_si512(qT + st * 16 + 16));
+        for (int t = 0; t < TB; ++t) {
+            ev[t] = _mm512_dpbf16_ps(ev[t], q0, broadcastKey<W>(kt[t] + W * st));
+            od[t] = _mm512_dpbf16_ps(od[t], q1, broadcastKey<W>(kt[t] + W * st + W));
+        }
+    }
+    for (int t = 0; t < TB; ++t)
+        dot[t] = _mm512_add_ps(ev[t], od[t]);
+}
+
 /// Unscaled scores of 16 rows (qT, rows in lanes) against the TB key rows at k, k + stride, ...:
 /// out[16t + l] = q[l] . k[t]. Two accumulators per token (even and odd key pairs): TB 12 keeps
 /// 24 vdpbf16ps chains in flight. With 8 tokens (16 chains) g 16 ran 1.14 of the transposed
@@ -324,22 +356,10 @@ KVSCOPE_BF16_TARGET inline __m512 probLanes(const float* s, int t, int n, __m512
 template <int DK, int TB>
 KVSCOPE_BF16_TARGET __attribute__((noinline)) void
 scoresLanes(const std::uint32_t* qT, const std::uint8_t* k, std::int64_t stride, float* out) {
-    const std::uint8_t* kt[TB];
+    __m512 dot[TB];
+    keyDots<DK, TB, 4>(qT, k, stride, dot);
     for (int t = 0; t < TB; ++t)
-        kt[t] = k + t * stride;
-    __m512 ev[TB], od[TB];
-    for (int t = 0; t < TB; ++t)
-        ev[t] = od[t] = _mm512_setzero_ps();
-    for (int dp = 0; dp < DK / 2; dp += 2) {
-        const __m512bh q0 = asBh(_mm512_loadu_si512(qT + dp * 16));
-        const __m512bh q1 = asBh(_mm512_loadu_si512(qT + dp * 16 + 16));
-        for (int t = 0; t < TB; ++t) {
-            ev[t] = _mm512_dpbf16_ps(ev[t], q0, pairAt(kt[t], dp));
-            od[t] = _mm512_dpbf16_ps(od[t], q1, pairAt(kt[t], dp + 1));
-        }
-    }
-    for (int t = 0; t < TB; ++t)
-        _mm512_storeu_ps(out + 16 * t, _mm512_add_ps(ev[t], od[t]));
+        _mm512_storeu_ps(out + 16 * t, dot[t]);
 }
 
 /// Unscaled scores of every row over the tile into sc.s ([rows / 16][tile][16]); every call is
@@ -426,34 +446,18 @@ template <int DK, int TB>
 KVSCOPE_BF16_TARGET __attribute__((noinline)) void
 scoresHalf(const std::uint32_t* qT, const std::uint8_t* k, std::int64_t stride, float* out) {
     static_assert(TB % 2 == 0 && DK % 8 == 0);
-    const std::uint8_t* kt[TB];
-    for (int t = 0; t < TB; ++t)
-        kt[t] = k + t * stride;
-    __m512 ev[TB], od[TB];
-    for (int t = 0; t < TB; ++t)
-        ev[t] = od[t] = _mm512_setzero_ps();
-    for (int st = 0; st < DK / 4; st += 2) {
-        const __m512bh q0 = asBh(_mm512_loadu_si512(qT + st * 16));
-        const __m512bh q1 = asBh(_mm512_loadu_si512(qT + st * 16 + 16));
-        for (int t = 0; t < TB; ++t) {
-            std::int64_t w0, w1;
-            std::memcpy(&w0, kt[t] + 8 * st, 8);
-            std::memcpy(&w1, kt[t] + 8 * st + 8, 8);
-            ev[t] = _mm512_dpbf16_ps(ev[t], q0, asBh(_mm512_set1_epi64(w0)));
-            od[t] = _mm512_dpbf16_ps(od[t], q1, asBh(_mm512_set1_epi64(w1)));
-        }
-    }
+    __m512 dot[TB];
+    keyDots<DK, TB, 8>(qT, k, stride, dot);
     alignas(64) std::int32_t even[16], odd[16];
     for (int i = 0; i < 16; ++i) {
         even[i] = 2 * i;
         odd[i] = 2 * i + 1;
     }
     const __m512i ie = _mm512_load_si512(even), io = _mm512_load_si512(odd);
-    for (int t = 0; t < TB; t += 2) {
-        const __m512 a = _mm512_add_ps(ev[t], od[t]), b = _mm512_add_ps(ev[t + 1], od[t + 1]);
-        _mm512_storeu_ps(out + 8 * t, _mm512_add_ps(_mm512_permutex2var_ps(a, ie, b),
-                                                    _mm512_permutex2var_ps(a, io, b)));
-    }
+    for (int t = 0; t < TB; t += 2)
+        _mm512_storeu_ps(out + 8 * t,
+                         _mm512_add_ps(_mm512_permutex2var_ps(dot[t], ie, dot[t + 1]),
+                                       _mm512_permutex2var_ps(dot[t], io, dot[t + 1])));
 }
 
 /// Unscaled scores of the 8 rows over the tile into sc.s ([pair][16]); every call is a step of
