@@ -281,11 +281,6 @@ softmaxBlock(int grp, int n, int block, float scale, ScratchAmx& sc, const NextB
     const float* st = sc.st.data() + grp * block * 16;
     float* m = sc.m.data() + grp * 16;
     const __m512 vs = _mm512_set1_ps(scale);
-    alignas(64) static constexpr std::uint16_t kPairIdx[32] = {
-        0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
-        8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
-    const __m512i pairIdx = _mm512_load_si512(kPairIdx);
-    const __m512bh ones = asBh(_mm512_set1_epi16(0x3f80)); // bf16 1.0
     const __m512 ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
     if (m[0] == -std::numeric_limits<float>::infinity()) { // the segment's first block
         __m512 mx = ninf;
@@ -313,11 +308,8 @@ softmaxBlock(int grp, int n, int block, float scale, ScratchAmx& sc, const NextB
                     top = _mm512_max_ps(top, e);
                     p1 = exp2Bf16Weights512(e);
                 }
-                const __m512bh pb = _mm512_cvtne2ps_pbh(p1, p0);
-                __m512i bits;
-                std::memcpy(&bits, &pb, sizeof bits);
-                x[i] = _mm512_permutexvar_epi16(pairIdx, bits);
-                sum[i & 1] = _mm512_dpbf16_ps(sum[i & 1], asBh(x[i]), ones); // the rounded weights
+                x[i] = bf16LanePairs(p0, p1);
+                sum[i & 1] = addBf16Pairs(sum[i & 1], asBh(x[i])); // the rounded weights
             }
             transpose16(x); // x[r] = query row r's 32 probabilities, in token order
             std::uint16_t* pa = sc.pa.data() + (grp * (block / 32) + c) * kTileB;

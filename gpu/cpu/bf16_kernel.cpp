@@ -58,8 +58,8 @@ constexpr std::int64_t kBf16Tile = 32; // tokens per tile: two 16-lane score vec
 /// (a shift, a mask and two multiplies per pair) GCC ran out of general registers in the 4 x 4
 /// pass and kept pointers in xmm registers; K / V in L2, one thread: g 2 0.97, g 8 0.91, g 16
 /// 0.92 of the time.
-/// Lanes: the probabilities are [pair][rows] (softmaxLanes; pairStep = rows), else [row][pair]
-/// (pairStep 1).
+/// Lanes: the probabilities are [pair][rows] (softmaxLanes, softmaxHalf; pairStep = rows), else
+/// [row][pair] (pairStep 1).
 template <int RB, int DV, bool Lanes>
 KVSCOPE_BF16_TARGET inline void pvBlock(ScratchBf16& sc, std::int64_t r, std::int64_t pairStep,
                                         const std::uint8_t* v0, std::int64_t stride, int pairs,
@@ -204,8 +204,7 @@ KVSCOPE_BF16_TARGET inline void softmaxRows(ScratchBf16& sc, std::int64_t r0, __
         std::memcpy(&pbits, &pb, sizeof pbits);
         _mm512_storeu_si512(sc.p.data() + r * T / 2, pbits);
         float* l = sc.lVec.data() + r * 16;
-        _mm512_storeu_ps(l, _mm512_dpbf16_ps(_mm512_mul_ps(_mm512_loadu_ps(l), alpha), pb,
-                                             asBh(_mm512_set1_epi16(0x3f80)))); // + lo + hi
+        _mm512_storeu_ps(l, addBf16Pairs(_mm512_mul_ps(_mm512_loadu_ps(l), alpha), pb));
     }
 }
 
@@ -387,13 +386,6 @@ KVSCOPE_BF16_TARGET inline void softmaxLanes(const SegmentBf16& sg, ScratchBf16&
     constexpr int T = int(kBf16Tile);
     const __m512 scale = _mm512_set1_ps(sg.scoreScale);
     const __m512 zero = _mm512_setzero_ps();
-    alignas(64) std::uint16_t order[32]; // word 2i from pe lane i, 2i + 1 from po lane i
-    for (int i = 0; i < 16; ++i) {
-        order[2 * i] = std::uint16_t(i);
-        order[2 * i + 1] = std::uint16_t(16 + i);
-    }
-    const __m512i interleave = _mm512_load_si512(order);
-    const __m512bh ones = asBh(_mm512_set1_epi16(0x3f80)); // bf16 1.0: a vdpbf16ps sums the pair
     for (std::int64_t b = 0; b < sg.rows / 16; ++b) {
         const float* s = sc.s.data() + b * T * 16;
         __m512 tileMax = _mm512_loadu_ps(s), max1 = tileMax; // two chains
@@ -413,13 +405,10 @@ KVSCOPE_BF16_TARGET inline void softmaxLanes(const SegmentBf16& sg, ScratchBf16&
         _mm512_storeu_ps(sc.alpha.data() + b * 16, alpha);
         __m512 sums[2] = {zero, zero}; // the rounded weights, two chains
         for (int pr = 0; pr < T / 2; ++pr) {
-            const __m512bh pb = _mm512_cvtne2ps_pbh(probLanes(s, 2 * pr + 1, n, scale, mNew),
-                                                    probLanes(s, 2 * pr, n, scale, mNew));
-            __m512i pbits;
-            std::memcpy(&pbits, &pb, sizeof pbits);
-            pbits = _mm512_permutexvar_epi16(interleave, pbits);
+            const __m512i pbits = bf16LanePairs(probLanes(s, 2 * pr, n, scale, mNew),
+                                                probLanes(s, 2 * pr + 1, n, scale, mNew));
             _mm512_storeu_si512(sc.p.data() + pr * sg.rows + b * 16, pbits);
-            sums[pr % 2] = _mm512_dpbf16_ps(sums[pr % 2], asBh(pbits), ones);
+            sums[pr % 2] = addBf16Pairs(sums[pr % 2], asBh(pbits));
         }
         const __m512 sum = _mm512_add_ps(sums[0], sums[1]);
         float* l = sc.lVec.data() + b * 16;
@@ -448,12 +437,11 @@ scoresHalf(const std::uint32_t* qT, const std::uint8_t* k, std::int64_t stride, 
     static_assert(TB % 2 == 0 && DK % 8 == 0);
     __m512 dot[TB];
     keyDots<DK, TB, 8>(qT, k, stride, dot);
-    alignas(64) std::int32_t even[16], odd[16];
-    for (int i = 0; i < 16; ++i) {
-        even[i] = 2 * i;
-        odd[i] = 2 * i + 1;
-    }
-    const __m512i ie = _mm512_load_si512(even), io = _mm512_load_si512(odd);
+    alignas(64) static constexpr std::int32_t kEven[16] = {0,  2,  4,  6,  8,  10, 12, 14,
+                                                           16, 18, 20, 22, 24, 26, 28, 30};
+    alignas(64) static constexpr std::int32_t kOdd[16] = {1,  3,  5,  7,  9,  11, 13, 15,
+                                                          17, 19, 21, 23, 25, 27, 29, 31};
+    const __m512i ie = _mm512_load_si512(kEven), io = _mm512_load_si512(kOdd);
     for (int t = 0; t < TB; t += 2)
         _mm512_storeu_ps(out + 8 * t,
                          _mm512_add_ps(_mm512_permutex2var_ps(dot[t], ie, dot[t + 1]),
@@ -487,14 +475,11 @@ KVSCOPE_BF16_TARGET inline __m512 probHalf(const float* s, __mmask16 valid, __m5
 KVSCOPE_BF16_TARGET inline void softmaxHalf(const SegmentBf16& sg, ScratchBf16& sc, int n) {
     constexpr int T = int(kBf16Tile);
     const __m512 scale = _mm512_set1_ps(sg.scoreScale);
-    alignas(64) std::uint16_t order[32]; // pair u: rows' words r (token 2u) and 8 + r (2u + 1)
-    for (int r = 0; r < 8; ++r)
-        for (int h = 0; h < 2; ++h) {
-            order[16 * h + 2 * r] = std::uint16_t(16 * h + r);
-            order[16 * h + 2 * r + 1] = std::uint16_t(16 * h + 8 + r);
-        }
-    const __m512i interleave = _mm512_load_si512(order);
-    const __m512bh ones = asBh(_mm512_set1_epi16(0x3f80));
+    // Per 256-bit half (token pair u, then u + 1): row r's words r (token 2u) and 8 + r (2u + 1).
+    alignas(64) static constexpr std::uint16_t kOrder[32] = {
+        0,  8,  1,  9,  2,  10, 3,  11, 4,  12, 5,  13, 6,  14, 7,  15,
+        16, 24, 17, 25, 18, 26, 19, 27, 20, 28, 21, 29, 22, 30, 23, 31};
+    const __m512i interleave = _mm512_load_si512(kOrder);
     const auto valid = [n](int u) {
         return __mmask16((2 * u < n ? 0x00ffu : 0u) | (2 * u + 1 < n ? 0xff00u : 0u));
     };
@@ -516,7 +501,7 @@ KVSCOPE_BF16_TARGET inline void softmaxHalf(const SegmentBf16& sg, ScratchBf16& 
         std::memcpy(&pbits, &pb, sizeof pbits);
         pbits = _mm512_permutexvar_epi16(interleave, pbits);
         _mm512_storeu_si512(sc.p.data() + 8 * u, pbits);
-        sum = _mm512_dpbf16_ps(sum, asBh(pbits), ones);
+        sum = addBf16Pairs(sum, asBh(pbits));
     }
     sum = _mm512_add_ps(sum, _mm512_shuffle_f32x4(sum, sum, 0x4e));
     const __m256 l = _mm256_loadu_ps(sc.lVec.data());

@@ -31,10 +31,11 @@ struct ScratchBf16 {
     AlignedVector<std::uint32_t> p;            // [rows][tile / 2] bf16 probability pairs
     // Rows in lanes (rows a multiple of 16): mRow, lVec and alpha hold one value per row, s is
     // [rows / 16][tile][16] and p [tile / 2][rows]; qT is the queries as [rows / 16][keyDim /
-    // 2][16] bf16 pairs.
+    // 2][16] bf16 pairs. Half lanes (8 rows): the same per-row state, s is [tile / 2][8 rows x 2]
+    // and qT [keyDim / 4][16] (lane 2r + j: row r's key pair 2 step + j).
     AlignedVector<std::uint32_t> qT;
-    AlignedVector<std::uint32_t>
-        vT; // a chunk of a tile's V as [pair][chunk] bf16 pairs (pvTileInterleaved)
+    // A chunk of a tile's V as [pair][chunk] bf16 pairs (pvTileInterleaved).
+    AlignedVector<std::uint32_t> vT;
 };
 
 /// This CPU has AVX512_BF16 (and the AVX-512 subsets the kernel uses).

@@ -67,6 +67,24 @@ KVSCOPE_BF16_TARGET inline __m512bh asBh(__m512i v) {
     return r;
 }
 
+/// acc + both bf16 values of every pair (lane i: acc[i] + lo[i] + hi[i]): one vdpbf16ps against
+/// bf16 1.0, the products exact. The softmax sums the weights exactly as P·V will see them.
+KVSCOPE_BF16_TARGET inline __m512 addBf16Pairs(__m512 acc, __m512bh pairs) {
+    return _mm512_dpbf16_ps(acc, pairs, asBh(_mm512_set1_epi16(0x3f80)));
+}
+
+/// Two weight vectors rounded to bf16 and paired lane by lane: dword i = (a[i], b[i])
+/// (vcvtne2ps2bf16, then vpermw puts word i of each 256-bit half side by side).
+KVSCOPE_BF16_TARGET inline __m512i bf16LanePairs(__m512 a, __m512 b) {
+    alignas(64) static constexpr std::uint16_t kIdx[32] = {
+        0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
+        8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+    const __m512bh pb = _mm512_cvtne2ps_pbh(b, a);
+    __m512i bits;
+    std::memcpy(&bits, &pb, sizeof bits);
+    return _mm512_permutexvar_epi16(_mm512_load_si512(kIdx), bits);
+}
+
 /// The 128 non-negative fp8 e4m3 codes as bf16 bits, in four vectors for vpermi2w lookups.
 struct Fp8Lut {
     __m512i t[4];
