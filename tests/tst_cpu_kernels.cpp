@@ -9,9 +9,12 @@
 #include "gpu/numerics.h"
 
 #include <QtTest>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <sys/mman.h>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -304,6 +307,27 @@ private Q_SLOTS:
         // The default is the VBMI decoder where the CPU has it: the comparison is not vacuous.
         QCOMPARE(detail::cpu::fp8Decoder() == detail::cpu::Fp8Decoder::Vbmi,
                  bool(detail::cpu::cpuHasVbmi()));
+    }
+    /// Every index of every job runs exactly once, whether the workers were still polling
+    /// (jobs back to back) or had gone to sleep (a pause longer than the spin time), with more
+    /// threads than this machine has cores; the pool stops from either state.
+    void threadPoolRunsEveryItemOnce() {
+        namespace cpu = detail::cpu;
+        const auto pauseToSleep = cpu::ThreadPool::spinTime() * 3 + std::chrono::milliseconds(5);
+        for (const bool sleepFirst : {false, true}) {
+            cpu::ThreadPool pool(4);
+            for (int job = 0; job < 60; ++job) {
+                if (sleepFirst && job % 20 == 0)
+                    std::this_thread::sleep_for(pauseToSleep);
+                const std::int64_t n = 1 + job * 7;
+                std::vector<std::atomic<int>> hits(static_cast<std::size_t>(n));
+                pool.parallelFor(n, [&](std::int64_t i) { hits[std::size_t(i)].fetch_add(1); });
+                for (std::int64_t i = 0; i < n; ++i)
+                    QCOMPARE(hits[std::size_t(i)].load(), 1);
+            }
+            if (sleepFirst)
+                std::this_thread::sleep_for(pauseToSleep); // destroyed while the workers sleep
+        }
     }
     /// A ceiling piece read from a point's own inputs stays inside them: each region ends at a
     /// PROT_NONE guard page, so a read rounded up past a small region faults here.
