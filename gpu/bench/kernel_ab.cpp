@@ -4,11 +4,12 @@
 // and clock within minutes) cancels in the per-round ratio. scripts/kernel-ab.sh builds it from
 // a git revision (A) and the working tree (B). Per variant: CPU time per token of one thread
 // with K/V in L2, the same with both threads at once (wall time), and wall time per token of
-// every thread reading its own rotated 768 MiB from DRAM, against a plain read of the same
-// bytes (2 streams, prefetch 512 B ahead, the read ceiling's best kernel family). Last line:
+// every thread reading its own rotated 768 MiB from DRAM (on the engine's thread pool), against
+// a plain read of the same bytes (2 streams, the read ceiling's best kernel family). Last line:
 // the median and quartiles of the per-round B / A.
 #include "ab_variant.h"
 #include "gpu/cpu/inputs.h"
+#include "gpu/cpu/thread_pool.h"
 #include "gpu/numerics.h"
 
 #include <CLI/CLI.hpp>
@@ -44,21 +45,29 @@ void fill(std::uint8_t* dst, std::int64_t n, kvscope::gpu::KvDtype dtype, std::u
     kvscope::gpu::detail::cpu::fillInputs(dtype, dst, 0, n, seed, tensor, scale);
 }
 
-/// The K (and V) bytes read with no compute: 2 streams, 2 lines per step, prefetch 512 B ahead.
+/// The K (and V) bytes read with no compute: 2 streams, 2 lines per step, no software prefetch
+/// (on the AMD host of NOTES.md, "nineteenth session", a plain 2-stream read with a prefetcht0
+/// per line 1-8 KiB ahead took 1.23-1.29x the time of the same read without; the read
+/// ceiling's winner there has none either).
 __attribute__((target("avx512f"), noinline)) float
 readRows(const std::uint8_t* k, const std::uint8_t* v, std::int64_t bytes) {
     __m512 a = _mm512_setzero_ps(), b = a;
     for (std::int64_t i = 0; i < bytes; i += 128) {
         a = _mm512_add_ps(a, _mm512_load_ps(reinterpret_cast<const float*>(k + i)));
         a = _mm512_add_ps(a, _mm512_load_ps(reinterpret_cast<const float*>(k + i + 64)));
-        _mm_prefetch(reinterpret_cast<const char*>(k + i + 512), _MM_HINT_T0);
         if (v != k) {
             b = _mm512_add_ps(b, _mm512_load_ps(reinterpret_cast<const float*>(v + i)));
             b = _mm512_add_ps(b, _mm512_load_ps(reinterpret_cast<const float*>(v + i + 64)));
-            _mm_prefetch(reinterpret_cast<const char*>(v + i + 512), _MM_HINT_T0);
         }
     }
-    return _mm512_reduce_add_ps(_mm512_add_ps(a, b));
+    // Summed through memory: GCC 12's _mm512_reduce_add_ps warns about its own uninitialised
+    // temporary (-Wuninitialized) under -O3.
+    alignas(64) float lanes[16];
+    _mm512_store_ps(lanes, _mm512_add_ps(a, b));
+    float sum = 0;
+    for (float x : lanes)
+        sum += x;
+    return sum;
 }
 
 struct AlignedBytes {
@@ -230,23 +239,22 @@ int main(int argc, char** argv) {
         bothNs[v] = *std::max_element(per.begin(), per.end());
     }
     const int perRound = int(std::max<std::int64_t>(4, 65536 / segment));
+    // The engine's pool, whose workers poll between jobs as in `measure`, rather than a thread
+    // started per round (which had to wake an idle vCPU first on this project's VM).
+    kvscope::gpu::detail::cpu::ThreadPool pool{unsigned(threads)};
     std::int64_t cursor = 0;
     for (int r = 0; r < rounds; ++r) {
         std::vector<double> ns(nv);
         for (std::size_t i = 0; i < nv; ++i) {
             const std::size_t v = (i + std::size_t(r)) % nv; // each variant in every position
             const double w0 = wallNs();
-            std::vector<std::thread> pool;
-            for (int t = 0; t < threads; ++t)
-                pool.emplace_back([&, t, v] {
-                    for (int s = 0; s < perRound; ++s) {
-                        const std::int64_t at = (cursor + s) % segments * segBytes;
-                        variants[v].second(t, kD[size_t(t)]->p + at, vD[size_t(t)]->p + at,
-                                           segment);
-                    }
-                });
-            for (auto& th : pool)
-                th.join();
+            pool.parallelFor(threads, [&](std::int64_t t) {
+                for (int s = 0; s < perRound; ++s) {
+                    const std::int64_t at = (cursor + s) % segments * segBytes;
+                    variants[v].second(int(t), kD[size_t(t)]->p + at, vD[size_t(t)]->p + at,
+                                       segment);
+                }
+            });
             cursor = (cursor + perRound) % segments;
             ns[v] = (wallNs() - w0) / double(perRound * segment);
         }
