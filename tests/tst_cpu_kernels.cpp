@@ -1,8 +1,10 @@
 // The CPU kernels below the engine: paths the engine's random inputs do not reach.
 #include "gpu/cpu/amx_kernel.h"
+#include "gpu/cpu/bf16_kernel.h"
 #include "gpu/cpu/bf16_simd.h"
 #include "gpu/cpu/ceiling_kernels.h"
 #include "gpu/cpu/ceilings.h"
+#include "gpu/cpu/inputs.h"
 #include "gpu/cpu/portable_kernel.h"
 #include "gpu/cpu/thread_pool.h"
 #include "gpu/engine.h"
@@ -308,6 +310,64 @@ private Q_SLOTS:
         QCOMPARE(detail::cpu::fp8Decoder() == detail::cpu::Fp8Decoder::Vbmi,
                  bool(detail::cpu::cpuHasVbmi()));
     }
+    /// V stored in token pairs (SegmentBf16::valuesPaired) gives the same bits as plain V rows:
+    /// the rows-in-lanes P·V sums the same products in the same order, only without the
+    /// per-tile interleave. bf16 and fp8, a segment from an even t0 with a partial last tile;
+    /// paired V the kernel does not take (rows not a multiple of 16, an odd t0 or token count)
+    /// is refused, not misread.
+    void pairedValuesMatchPlainRows_data() {
+        QTest::addColumn<int>("dtype");
+        QTest::addColumn<int>("dim");
+        QTest::addColumn<int>("rows");
+        for (const KvDtype d : {KvDtype::Bf16, KvDtype::Fp8E4m3}) {
+            const std::string n = d == KvDtype::Bf16 ? "bf16 " : "fp8 ";
+            QTest::newRow((n + "d128 r16").c_str()) << int(d) << 128 << 16;
+            QTest::newRow((n + "d64 r32").c_str()) << int(d) << 64 << 32;
+            QTest::newRow((n + "d256 r48").c_str()) << int(d) << 256 << 48;
+        }
+    }
+    void pairedValuesMatchPlainRows() {
+        QFETCH(int, dtype);
+        QFETCH(int, dim);
+        QFETCH(int, rows);
+        if (!detail::cpu::cpuHasBf16Dot())
+            QSKIP("this CPU has no AVX512_BF16 kernel");
+        if (!detail::cpu::bf16PairedValues(rows, dim))
+            QSKIP("paired values switched off (KVSCOPE_CPU_PAIRED_V=0)");
+        const KvDtype dt = KvDtype(dtype);
+        const int eb = kvBytesPerElement(dt), tokens = 150, t0 = 6, t1 = 126; // 120: 3 tiles + 24
+        std::vector<std::uint8_t> k(std::size_t(tokens) * dim * eb), v(k.size()), paired(v.size());
+        detail::cpu::fillInputs(dt, k.data(), 0, tokens * dim, 3, num::kKey, 1.0f);
+        detail::cpu::fillInputs(dt, v.data(), 0, tokens * dim, 3, num::kValue, 1.0f);
+        for (int t = 0; t < tokens; ++t)
+            for (int j = 0; j < dim; ++j)
+                std::memcpy(&paired[std::size_t(((t / 2 * dim + j) * 2 + t % 2) * eb)],
+                            &v[std::size_t((t * dim + j) * eb)], std::size_t(eb));
+        std::vector<std::uint16_t> q(std::size_t(rows) * dim);
+        detail::cpu::fillInputs(KvDtype::Bf16, reinterpret_cast<std::uint8_t*>(q.data()), 0,
+                                std::int64_t(q.size()), 5, num::kQuery, num::kQueryScale);
+        const auto run = [&](const std::uint8_t* values, bool pairedRows, int from, int to,
+                             int rowCount, std::vector<float>& out, std::vector<float>& lse) {
+            out.assign(std::size_t(rowCount) * dim, std::nanf(""));
+            lse.assign(std::size_t(rowCount), std::nanf(""));
+            detail::cpu::SegmentBf16 sg{q.data(),   rowCount,   k.data(),  values, dim * eb,
+                                        dim * eb,   from,       to,        dt,     0.125f,
+                                        out.data(), lse.data(), pairedRows};
+            detail::cpu::ScratchBf16 sc;
+            return detail::cpu::attendBf16(sg, dim, dim, sc);
+        };
+        std::vector<float> out, lse, outPaired, lsePaired;
+        QVERIFY(run(v.data(), false, t0, t1, rows, out, lse));
+        QVERIFY(run(paired.data(), true, t0, t1, rows, outPaired, lsePaired));
+        for (const float x : outPaired)
+            QVERIFY(std::isfinite(x));
+        QVERIFY(std::memcmp(out.data(), outPaired.data(), out.size() * sizeof(float)) == 0);
+        QVERIFY(std::memcmp(lse.data(), lsePaired.data(), lse.size() * sizeof(float)) == 0);
+        QVERIFY(!run(paired.data(), true, t0 + 1, t1, rows, outPaired, lsePaired));
+        QVERIFY(!run(paired.data(), true, t0, t1 - 1, rows, outPaired, lsePaired));
+        QVERIFY(!run(paired.data(), true, t0, t1, 8, outPaired, lsePaired));
+    }
+
     /// Every index of every job runs exactly once, whether the workers were still polling
     /// (jobs back to back) or had gone to sleep (a pause longer than the spin time), with more
     /// threads than this machine has cores; the pool stops from either state.

@@ -508,6 +508,8 @@ bool cpuHasAmx() {
 bool attendAmx(const SegmentBf16& sg, std::int64_t keyDim, std::int64_t valueDim, ScratchAmx& sc) {
     if (!cpuHasAmx()) // also asks Linux for the tile state before the first tile instruction
         return false;
+    if (sg.valuesPaired) // the AMX kernel interleaves plain V rows itself
+        return false;
 #define KVSCOPE_AMX_CASE(K, V)                                                                     \
     if (keyDim == K && valueDim == V) {                                                            \
         attendAmxImpl<K, V>(sg, sc);                                                               \

@@ -14,6 +14,7 @@
 
 #include "gpu/cpu/bf16_lanes.h"
 #include "gpu/cpu/bf16_simd.h"
+#include "gpu/cpu/row_map.h"
 #include "gpu/cpu/simd.h"
 #include "gpu/numerics.h"
 
@@ -279,8 +280,9 @@ KVSCOPE_BF16_TARGET inline void scoreTile(const SegmentBf16& sg, const TileRows&
     }
 }
 
-/// Normalise and undo the interleave's column order. Lanes: one running max and sum per row,
-/// else 16 partial sums and the max in every lane.
+/// Normalise and undo the interleave's column order (V read in token pairs left the columns in
+/// order). Lanes: one running max and sum per row, else 16 partial sums and the max in every
+/// lane.
 template <int DV, bool Lanes>
 KVSCOPE_BF16_TARGET inline void finishRows(const SegmentBf16& sg, const ScratchBf16& sc) {
     constexpr std::int64_t perRow = Lanes ? 1 : 16;
@@ -290,11 +292,15 @@ KVSCOPE_BF16_TARGET inline void finishRows(const SegmentBf16& sg, const ScratchB
         const float inv = l > 0 ? 1.0f / l : 0.0f;
         const float* a = sc.acc.data() + r * DV;
         float* o = sg.out + r * DV;
-        for (int c = 0; c < DV / 32; ++c)
-            for (int half = 0; half < 2; ++half)
-                for (int lane = 0; lane < 16; ++lane)
-                    o[c * 32 + 8 * (lane / 4) + 4 * half + lane % 4] =
-                        a[(2 * c + half) * 16 + lane] * inv;
+        if (sg.valuesPaired)
+            for (int c = 0; c < DV; ++c)
+                o[c] = a[c] * inv;
+        else
+            for (int c = 0; c < DV / 32; ++c)
+                for (int half = 0; half < 2; ++half)
+                    for (int lane = 0; lane < 16; ++lane)
+                        o[c * 32 + 8 * (lane / 4) + 4 * half + lane % 4] =
+                            a[(2 * c + half) * 16 + lane] * inv;
         sg.lse[r] = l > 0 ? sc.mRow[std::size_t(r * perRow)] + std::log2(l)
                           : -std::numeric_limits<float>::infinity();
     }
@@ -407,6 +413,9 @@ KVSCOPE_BF16_TARGET int fp8VectorMismatchImpl() {
 
 bool attendBf16(const SegmentBf16& sg, std::int64_t keyDim, std::int64_t valueDim,
                 ScratchBf16& sc) {
+    if (sg.valuesPaired && (!bf16PairedValues(sg.rows, valueDim) || sg.values == sg.keys ||
+                            sg.t0 % 2 != 0 || (sg.t1 - sg.t0) % 2 != 0))
+        return false;
 #define KVSCOPE_BF16_CASE(K, V)                                                                    \
     if (keyDim == K && valueDim == V) {                                                            \
         if (sg.rows == 8 && halfLanesEnabled())                                                    \
@@ -446,6 +455,11 @@ int fp8VectorMismatch() {
     return -2;
 }
 #endif
+
+bool bf16PairedValues(std::int64_t rows, std::int64_t valueDim) {
+    static const bool on = cpuSwitchOn("KVSCOPE_CPU_PAIRED_V");
+    return on && rows > 0 && rows % 16 == 0 && valueDim <= 256;
+}
 
 bool bf16DotEnabled() {
     const char* force = std::getenv("KVSCOPE_CPU_KERNEL");

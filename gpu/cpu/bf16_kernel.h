@@ -21,6 +21,11 @@ struct SegmentBf16 {
     float scoreScale; // softmax scale * log2(e)
     float* out;       // [rows][valueDim], normalised
     float* lse;       // [rows], log2 domain
+    // V in token pairs: tokens 2p and 2p + 1 at values + 2p * valueRowBytes as [valueDim][2]
+    // (the order vdpbf16ps takes), from an even t0 over an even number of tokens. Only where
+    // bf16PairedValues(rows, valueDim) says the kernel reads it; the bytes of a tile are the
+    // same either way.
+    bool valuesPaired = false;
 };
 
 struct ScratchBf16 {
@@ -43,8 +48,13 @@ bool cpuHasBf16Dot();
 /// The bf16 dot-product kernel serves bf16 and fp8 KV on AVX512_BF16 CPUs unless
 /// KVSCOPE_CPU_KERNEL=fp32 forces the portable fp32 kernel (for comparisons and tests).
 bool bf16DotEnabled();
+/// Whether the kernel takes V in token pairs (SegmentBf16::valuesPaired) for a GQA stream of
+/// `rows` query rows: the rows-in-lanes P·V, which otherwise interleaves every tile's V into
+/// scratch first. KVSCOPE_CPU_PAIRED_V=0 turns it off (A/B).
+bool bf16PairedValues(std::int64_t rows, std::int64_t valueDim);
 /// Runs the kernel for key/value widths 64/64, 128/128, 256/256 or 576/512; false for other
-/// widths or when this build has no bf16 kernel.
+/// widths, for paired values it does not take (or an odd t0 or token count with them), or when
+/// this build has no bf16 kernel.
 bool attendBf16(const SegmentBf16& sg, std::int64_t keyDim, std::int64_t valueDim, ScratchBf16& sc);
 /// The first fp8 code whose vector conversion differs from the scalar table, -1 if none, -2
 /// without the kernel.

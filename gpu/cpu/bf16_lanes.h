@@ -311,28 +311,35 @@ pvRegs(float* acc, std::int64_t accStride, const float* alpha, const std::uint32
 /// O += P V for every row of a rows-in-lanes stream: per chunk of kLanesChunk value positions,
 /// the chunk's V pairs interleaved once (small enough to stay in L1 beside MLA's 576-wide K
 /// tile), then register blocks of 4 rows x 96 positions (a 64-position rest: 4 x 64, a
-/// 32-position one: 8 x 32), 16-24 chains each; every block is a step of `next`.
+/// 32-position one: 8 x 32), 16-24 chains each; every block is a step of `next`. V already in
+/// token pairs (sg.valuesPaired) is read in place, in column order.
 template <int DV>
 KVSCOPE_BF16_TARGET inline void pvTileInterleaved(const SegmentBf16& sg, ScratchBf16& sc,
                                                   const RowMap& v, int pairs, SpreadTile& next) {
     static_assert(DV % 32 == 0);
     sc.vT.resize(std::size_t(kBf16Tile / 2 * kLanesChunk));
-    const std::uint32_t* vT = sc.vT.data();
     for (int c0 = 0; c0 < DV; c0 += kLanesChunk) {
         const int w = std::min(kLanesChunk, DV - c0);
-        interleaveValues(sc, v.base, v.stride, c0, w, pairs);
+        const std::uint32_t* vT = sc.vT.data();
+        std::int64_t vStep = w;
+        if (sg.valuesPaired) {
+            vT = reinterpret_cast<const std::uint32_t*>(v.base) + c0;
+            vStep = DV;
+        } else {
+            interleaveValues(sc, v.base, v.stride, c0, w, pairs);
+        }
         for (std::int64_t r = 0; r < sg.rows;) {
             float* acc = sc.acc.data() + r * DV + c0;
             const float* alpha = sc.alpha.data() + r;
             const std::uint32_t* p = sc.p.data() + r;
             if (w == 96) {
-                pvRegs<4, 6>(acc, DV, alpha, p, sg.rows, vT, w, pairs);
+                pvRegs<4, 6>(acc, DV, alpha, p, sg.rows, vT, vStep, pairs);
                 r += 4;
             } else if (w == 64) {
-                pvRegs<4, 4>(acc, DV, alpha, p, sg.rows, vT, w, pairs);
+                pvRegs<4, 4>(acc, DV, alpha, p, sg.rows, vT, vStep, pairs);
                 r += 4;
             } else {
-                pvRegs<8, 2>(acc, DV, alpha, p, sg.rows, vT, w, pairs);
+                pvRegs<8, 2>(acc, DV, alpha, p, sg.rows, vT, vStep, pairs);
                 r += 8;
             }
             next.step();

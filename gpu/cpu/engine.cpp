@@ -197,6 +197,10 @@ private:
                    std::to_string(s.valueDim()) + " for the CPU kernels";
         bf16Dot_ = bf16DotEnabled() && (s.dtype == KvDtype::Bf16 || s.dtype == KvDtype::Fp8E4m3);
         amx_ = bf16Dot_ && amxServes(s.kind == Attention::Mla ? s.qHeads : s.groupSize(), s.dtype);
+        // V stored in token pairs where the kernel reads it so (GQA streams of 16k rows): no
+        // interleave per tile. The splits then start at even tokens, and S must be even.
+        pairedValues_ = bf16Dot_ && !amx_ && s.kind == Attention::Gqa && s.context % 2 == 0 &&
+                        bf16PairedValues(s.groupSize(), s.valueDim());
         // Splits: enough work items to keep every thread busy, at least 256 tokens each.
         streams_ = s.kind == Attention::Mla ? s.batch : s.batch * s.kvHeads;
         const std::int64_t want = 4 * std::int64_t(pool_.size());
@@ -250,7 +254,35 @@ private:
                  s.kind == Attention::Mla ? num::kLatent : num::kKey, 1.0f);
             if (s.kind == Attention::Gqa)
                 fill(in.v.data, kvElems(s), s.dtype, sd, num::kValue, 1.0f);
+            if (pairedValues_)
+                pairRows(in.v.data, kvElems(s) / s.headDim, s.headDim, kvBytesPerElement(s.dtype));
         }
+    }
+
+    /// Rows 2p and 2p + 1 (`rows` in all, an even number, of `width` elements of eb bytes)
+    /// rewritten in place as element pairs: element j of row 2p, then element j of row 2p + 1
+    /// (SegmentBf16::valuesPaired).
+    void pairRows(std::uint8_t* data, std::int64_t rows, std::int64_t width, std::int64_t eb) {
+        if (eb == 2)
+            pairRowsOf<std::uint16_t>(data, rows, width);
+        else
+            pairRowsOf<std::uint8_t>(data, rows, width);
+    }
+    template <class E> void pairRowsOf(std::uint8_t* data, std::int64_t rows, std::int64_t width) {
+        const std::int64_t pairs = rows / 2, parts = 4 * std::int64_t(pool_.size());
+        const std::int64_t per = (pairs + parts - 1) / parts;
+        pool_.parallelFor(parts, [&](std::int64_t part) {
+            std::vector<E> two(std::size_t(2 * width));
+            for (std::int64_t p = part * per; p < std::min(pairs, (part + 1) * per); ++p) {
+                std::uint8_t* at = data + 2 * p * width * std::int64_t(sizeof(E));
+                std::memcpy(two.data(), at, two.size() * sizeof(E));
+                E* out = reinterpret_cast<E*>(at);
+                for (std::int64_t j = 0; j < width; ++j) {
+                    out[2 * j] = two[std::size_t(j)];
+                    out[2 * j + 1] = two[std::size_t(width + j)];
+                }
+            }
+        });
     }
 
     static std::int64_t qElems(const DecodeShape& s) { return s.batch * s.qHeads * s.queryDim(); }
@@ -264,7 +296,9 @@ private:
         const bool mla = s.kind == Attention::Mla;
         const std::int64_t dq = s.queryDim(), dv = s.valueDim(), S = s.context;
         const std::int64_t rows = s.batch * s.qHeads;
-        const std::int64_t chunk = (S + splits_ - 1) / splits_;
+        std::int64_t chunk = (S + splits_ - 1) / splits_;
+        if (pairedValues_) // whole token pairs per split
+            chunk += chunk % 2;
         const std::int64_t stream = item / splits_, split = item % splits_;
         ItemPlace at;
         at.rows = mla ? s.qHeads : s.groupSize();
@@ -292,6 +326,7 @@ private:
         sg.scoreScale = qScale();
         sg.out = at.out;
         sg.lse = at.lse;
+        sg.valuesPaired = pairedValues_;
         if (amx_) {
             thread_local ScratchAmx scratch;
             attendAmx(sg, shape_.queryDim(), shape_.valueDim(), scratch); // widths checked earlier
@@ -382,7 +417,8 @@ private:
     std::int64_t streams_ = 1;
     bool bf16Dot_ = false;
     bool amx_ = false;
-    int width_ = 4; // the portable kernel's vector width
+    bool pairedValues_ = false; // V stored in token pairs (SegmentBf16::valuesPaired)
+    int width_ = 4;             // the portable kernel's vector width
     PortableKernel portable_ = nullptr;
     std::vector<InputSet> sets_;
     std::vector<Buffer> spare_; // input buffers of the last shape, for the next prepare()
