@@ -7,6 +7,7 @@
 #include "gpu/numerics.h"
 
 #include <cmath>
+#include <string_view>
 #include <vector>
 
 #define AB_CAT2(a, b) a##b
@@ -55,6 +56,15 @@ void runPortable(const AbShape& shape, const std::uint16_t* q, const std::uint8_
     portableKernel(portableWidth(), shape.keyDim, shape.valueDim)(sg, s->portable);
 }
 
+/// SegmentBf16::valuesPaired where the tree has it (A's tree may predate it).
+template <class Segment> void setPairedValues(Segment& sg, bool on) {
+    if constexpr (requires { sg.valuesPaired; })
+        sg.valuesPaired = on;
+}
+#define AB_STR2(x) #x
+#define AB_STR(x) AB_STR2(x)
+constexpr bool kVariantB = std::string_view(AB_STR(AB_VARIANT)) == "B";
+
 } // namespace
 
 void AB_CAT(abRun, AB_VARIANT)(const AbShape& shape, const std::uint16_t* q, const std::uint8_t* k,
@@ -77,6 +87,7 @@ void AB_CAT(abRun, AB_VARIANT)(const AbShape& shape, const std::uint16_t* q, con
     sg.scoreScale = 0.125f * 1.4426950f;
     sg.out = out;
     sg.lse = lse;
+    setPairedValues(sg, shape.pairedValuesB && kVariantB);
     if (amxServes(shape.rows, sg.dtype))
         attendAmx(sg, shape.keyDim, shape.valueDim, s->amx);
     else

@@ -13,6 +13,7 @@ struct AbShape {
     bool mla = false; // absorbed MLA (576 / 512), else GQA d 128
     int keyDim = 128, valueDim = 128;
     std::int64_t rowBytes = 256; // bytes per K (and V) token row
+    bool pairedValuesB = false;  // variant B reads V in token pairs (SegmentBf16::valuesPaired)
 };
 
 /// Per-thread scratch of one variant, opaque to the harness.
