@@ -324,7 +324,8 @@ private:
 
     /// Timed repeats between two ceiling measurements, attempted again (up to kAttempts) while
     /// the repeats spread over more than kMaxSpread of their median or the ceilings before and
-    /// after differ by more than kMaxCeilingShift; the steadiest attempt is kept.
+    /// after differ by more than kMaxCeilingShift or the point sits above its own roof; the
+    /// steadiest attempt is kept.
     std::string timeAttempts(const DecodeShape& s, int sets, Measurement* m) {
         Measurement best;
         double bestScore = std::numeric_limits<double>::infinity();
@@ -344,7 +345,13 @@ private:
             const double spotMax = std::max(a.readCeilingBefore, a.readCeilingAfter);
             const double shift =
                 spotMax > 0 ? std::abs(a.readCeilingAfter - a.readCeilingBefore) / spotMax : 0;
-            const double score = std::max(a.spread() / kMaxSpread, shift / kMaxCeilingShift);
+            // A point above its own roof means that a ceiling or the point was timed while
+            // something else held the cores for part of it: such an attempt is timed again and
+            // loses to any attempt under its roof (if every attempt is above, the point is
+            // reported, and flagged, as measured).
+            const bool above = placeOnRoof(a, a.readCeiling(), a.peakCeiling()).aboveCeiling;
+            const double score = std::max(a.spread() / kMaxSpread, shift / kMaxCeilingShift) +
+                                 (above ? kAboveRoofPenalty : 0.0);
             if (score < bestScore) {
                 bestScore = score;
                 best = a;
@@ -428,8 +435,9 @@ private:
     static constexpr int kMinRepeats = 7, kMaxRepeats = 50;
     static constexpr double kMinSeconds = 0.2;
     static constexpr int kAttempts = 2;
-    static constexpr double kMaxSpread = 0.5;       // (max - min) / median of the repeats
-    static constexpr double kMaxCeilingShift = 0.2; // |after - before| / max of the ceilings
+    static constexpr double kMaxSpread = 0.5;         // (max - min) / median of the repeats
+    static constexpr double kMaxCeilingShift = 0.2;   // |after - before| / max of the ceilings
+    static constexpr double kAboveRoofPenalty = 1000; // in the attempt's score (above: > 1)
 
     std::unique_ptr<Engine> engine_;
 };

@@ -16,9 +16,12 @@ using kvscope::gpu::testing::gqa;
 namespace {
 
 /// Pieces read 200, 210, 220, ... MB/s in call order (kernels "k0" / "k1" in turn); repeat r
-/// runs at kFractions[r] of the piece after it, the fastest of the pieces around it.
+/// runs at kFractions[r] of the piece after it, the fastest of the pieces around it. With
+/// disturbedSpots > 0 it also takes spot ceilings: the first disturbedSpots of them read a peak
+/// of 0.1 GFLOP/s (a neighbour held the cores), the rest 1 TFLOP/s.
 class ScriptedEngine final : public kvscope::gpu::testing::WrappedCpuEngine {
 public:
+    explicit ScriptedEngine(int disturbedSpots = 0) : disturbedSpots_(disturbedSpots) {}
     static constexpr double kFractions[7] = {0.60, 0.58, 0.56, 0.54, 0.52, 0.50, 0.48};
     static double pieceRate(int i) { return (20.0 + i) * 1e7; } // slow: 80 ms repeats
 
@@ -32,6 +35,14 @@ public:
     bool ceilingPiece(int which, double, double* read, std::string* kernel) override {
         *read = pieceRate(pieces_++);
         *kernel = "k" + std::to_string(which % 2);
+        return true;
+    }
+    bool spotCeilings(KvDtype, double, double* read, double* peak, std::string* kernel) override {
+        if (disturbedSpots_ == 0)
+            return false;
+        *read = 1e10;
+        *peak = spots_++ < disturbedSpots_ ? 1e8 : 1e12;
+        *kernel = "spot";
         return true;
     }
     std::int64_t cacheBytes() const override { return 1 << 20; }
@@ -48,7 +59,7 @@ public:
 
 private:
     double bytes_ = 0;
-    int pieces_ = 0, repeats_ = 0;
+    int pieces_ = 0, repeats_ = 0, spots_ = 0, disturbedSpots_ = 0;
 };
 
 } // namespace
@@ -76,6 +87,29 @@ private Q_SLOTS:
         QVERIFY2(std::abs(r.fractionRead - 0.54) < 1e-9,
                  qPrintable(QString::number(r.fractionRead)));
         QVERIFY(!r.aboveCeiling);
+    }
+
+    /// A point above its own roof is timed again: the first attempt's peak spots (before and
+    /// after) read 0.1 GFLOP/s, under the scripted point's ~0.5 GFLOP/s, so that attempt loses
+    /// to the second, whose spots read 1 TFLOP/s. With every spot disturbed the point is kept
+    /// as measured, above its roof and marked unstable (the table flags it).
+    void timesAgainAPointAboveItsRoof() {
+        const DecodeShape shape = gqa(8, 2, 64, 20000, 1, KvDtype::Bf16);
+        auto b = detail::makeHarnessBackend(std::make_unique<ScriptedEngine>(2));
+        const Measurement m = b->measure(shape);
+        QVERIFY2(m.ok, m.error.c_str());
+        QCOMPARE(m.attempts, 2);
+        QCOMPARE(m.peakCeiling(), 1e12);
+        QVERIFY(!placeOnRoof(m, m.readCeiling(), m.peakCeiling()).aboveCeiling);
+        QVERIFY(!m.unstable);
+
+        auto always = detail::makeHarnessBackend(std::make_unique<ScriptedEngine>(1000));
+        const Measurement d = always->measure(shape);
+        QVERIFY2(d.ok, d.error.c_str());
+        QCOMPARE(d.attempts, 2);
+        QCOMPARE(d.peakCeiling(), 1e8);
+        QVERIFY(placeOnRoof(d, d.readCeiling(), d.peakCeiling()).aboveCeiling);
+        QVERIFY(d.unstable);
     }
 
     /// What an H200 measured with scripts/gpu-check.sh (tests/data/measurements): each file
