@@ -145,12 +145,8 @@ int main(int argc, char** argv) {
     // for the timing.
     std::vector<std::pair<const std::uint8_t*, std::unique_ptr<AlignedBytes>>> pairedCopies;
     const auto addPairedCopy = [&](const std::uint8_t* v, std::int64_t tokens) {
-        const std::int64_t eb = elementBytes, dim = shape.valueDim;
         auto c = std::make_unique<AlignedBytes>(std::size_t(tokens * shape.rowBytes));
-        for (std::int64_t t = 0; t < tokens; ++t)
-            for (std::int64_t j = 0; j < dim; ++j)
-                std::memcpy(c->p + ((t / 2 * dim + j) * 2 + t % 2) * eb, v + (t * dim + j) * eb,
-                            std::size_t(eb));
+        kvscope::gpu::detail::cpu::pairRows(v, c->p, tokens, shape.valueDim, elementBytes);
         pairedCopies.emplace_back(v, std::move(c));
     };
     using Run = std::function<void(int, const std::uint8_t*, const std::uint8_t*, std::int64_t)>;

@@ -255,32 +255,23 @@ private:
             if (s.kind == Attention::Gqa)
                 fill(in.v.data, kvElems(s), s.dtype, sd, num::kValue, 1.0f);
             if (pairedValues_)
-                pairRows(in.v.data, kvElems(s) / s.headDim, s.headDim, kvBytesPerElement(s.dtype));
+                pairRowsInPlace(in.v.data, kvElems(s) / s.headDim, s.headDim,
+                                kvBytesPerElement(s.dtype));
         }
     }
 
-    /// Rows 2p and 2p + 1 (`rows` in all, an even number, of `width` elements of eb bytes)
-    /// rewritten in place as element pairs: element j of row 2p, then element j of row 2p + 1
-    /// (SegmentBf16::valuesPaired).
-    void pairRows(std::uint8_t* data, std::int64_t rows, std::int64_t width, std::int64_t eb) {
-        if (eb == 2)
-            pairRowsOf<std::uint16_t>(data, rows, width);
-        else
-            pairRowsOf<std::uint8_t>(data, rows, width);
-    }
-    template <class E> void pairRowsOf(std::uint8_t* data, std::int64_t rows, std::int64_t width) {
+    /// The V rows rewritten in place in token pairs (SegmentBf16::valuesPaired), a pair at a
+    /// time through a copy of its two rows.
+    void pairRowsInPlace(std::uint8_t* data, std::int64_t rows, std::int64_t width,
+                         std::int64_t eb) {
         const std::int64_t pairs = rows / 2, parts = 4 * std::int64_t(pool_.size());
-        const std::int64_t per = (pairs + parts - 1) / parts;
+        const std::int64_t per = (pairs + parts - 1) / parts, pairBytes = 2 * width * eb;
         pool_.parallelFor(parts, [&](std::int64_t part) {
-            std::vector<E> two(std::size_t(2 * width));
+            std::vector<std::uint8_t> two(static_cast<std::size_t>(pairBytes));
             for (std::int64_t p = part * per; p < std::min(pairs, (part + 1) * per); ++p) {
-                std::uint8_t* at = data + 2 * p * width * std::int64_t(sizeof(E));
-                std::memcpy(two.data(), at, two.size() * sizeof(E));
-                E* out = reinterpret_cast<E*>(at);
-                for (std::int64_t j = 0; j < width; ++j) {
-                    out[2 * j] = two[std::size_t(j)];
-                    out[2 * j + 1] = two[std::size_t(width + j)];
-                }
+                std::uint8_t* at = data + p * pairBytes;
+                std::memcpy(two.data(), at, two.size());
+                pairRows(two.data(), at, 2, width, eb);
             }
         });
     }

@@ -24,7 +24,28 @@ KVSCOPE_CLONES void fillInputsAs(std::uint8_t* dst, std::int64_t first, std::int
     }
 }
 
+template <class E>
+void pairRowsAs(const std::uint8_t* src, std::uint8_t* dst, std::int64_t rows, std::int64_t width) {
+    const E* in = reinterpret_cast<const E*>(src);
+    E* out = reinterpret_cast<E*>(dst);
+    for (std::int64_t p = 0; p < rows / 2; ++p, in += 2 * width, out += 2 * width)
+        for (std::int64_t j = 0; j < width; ++j) {
+            out[2 * j] = in[j];
+            out[2 * j + 1] = in[width + j];
+        }
+}
+
 } // namespace
+
+void pairRows(const std::uint8_t* src, std::uint8_t* dst, std::int64_t rows, std::int64_t width,
+              std::int64_t elementBytes) {
+    if (elementBytes == 1)
+        pairRowsAs<std::uint8_t>(src, dst, rows, width);
+    else if (elementBytes == 2)
+        pairRowsAs<std::uint16_t>(src, dst, rows, width);
+    else
+        pairRowsAs<std::uint32_t>(src, dst, rows, width);
+}
 
 void fillInputs(KvDtype dtype, std::uint8_t* dst, std::int64_t first, std::int64_t n,
                 std::uint64_t seed, std::uint32_t tensor, float scale) {
