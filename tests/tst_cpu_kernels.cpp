@@ -6,6 +6,7 @@
 #include "gpu/cpu/ceilings.h"
 #include "gpu/cpu/inputs.h"
 #include "gpu/cpu/portable_kernel.h"
+#include "gpu/cpu/row_map.h"
 #include "gpu/cpu/thread_pool.h"
 #include "gpu/engine.h"
 #include "gpu/numerics.h"
@@ -371,6 +372,60 @@ private Q_SLOTS:
     /// Every index of every job runs exactly once, whether the workers were still polling
     /// (jobs back to back) or had gone to sleep (a pause longer than the spin time), with more
     /// threads than this machine has cores; the pool stops from either state.
+    /// The next tile's lines are handed to the compute calls at the rate of their work: a g 16
+    /// tile (32 tokens of 256-byte K and V rows: 128 line pairs) makes 3 score calls of 32 loop
+    /// iterations and 6 P·V calls of 16; from the second tile on, the pairs handed out follow
+    /// the units done to within one, never more than one pair per iteration, each line once and
+    /// in order. MLA's shared K/V tile (576 lines) goes out as pairs of K lines (here over calls
+    /// of twice the iterations, so that one pair per iteration keeps up).
+    void spreadTilePacesTheNextTile_data() {
+        QTest::addColumn<bool>("shared");
+        QTest::newRow("gqa") << false;
+        QTest::newRow("mla") << true;
+    }
+    void spreadTilePacesTheNextTile() {
+        QFETCH(bool, shared);
+        using namespace detail::cpu;
+        const int rowBytes = shared ? 1152 : 256, lines = 32 * rowBytes / 64;
+        std::vector<std::uint8_t> k(std::size_t(32 * rowBytes)), v(k.size());
+        const NextTile nt{k.data(), shared ? k.data() : v.data(), lines, shared};
+        const int pairs = shared ? lines / 2 : lines;
+        const int scale = shared ? 2 : 1;
+        const std::vector<int> calls = {32 * scale, 32 * scale, 32 * scale, 16 * scale, 16 * scale,
+                                        16 * scale, 16 * scale, 16 * scale, 16 * scale};
+        const int total = 192 * scale;
+        SpreadTile st;
+        for (int tile = 0; tile < 3; ++tile) {
+            st.begin(nt, 32);
+            std::vector<const std::uint8_t*> seen;
+            int units = 0;
+            for (int u : calls) {
+                LineBatch b;
+                st.take(u, b);
+                QVERIFY(b.n >= 0 && b.n <= u);
+                for (int i = 0; i < b.n; ++i) {
+                    seen.push_back(b.a + i * b.step);
+                    seen.push_back(b.b + i * b.step);
+                }
+                units += u;
+                if (tile > 0)
+                    QVERIFY2(std::abs(int(seen.size() / 2) - pairs * units / total) <= 1,
+                             qPrintable(QStringLiteral("%1 pairs after %2 units")
+                                            .arg(seen.size() / 2)
+                                            .arg(units)));
+            }
+            st.finish();
+            if (tile == 0)
+                continue;
+            QCOMPARE(int(seen.size()), 2 * pairs);
+            for (int j = 0; j < pairs; ++j) {
+                QCOMPARE(seen[std::size_t(2 * j)], k.data() + (shared ? 128 : 64) * j);
+                QCOMPARE(seen[std::size_t(2 * j + 1)],
+                         shared ? k.data() + 128 * j + 64 : v.data() + 64 * j);
+            }
+        }
+    }
+
     void threadPoolRunsEveryItemOnce() {
         namespace cpu = detail::cpu;
         const auto pauseToSleep = cpu::ThreadPool::spinTime() * 3 + std::chrono::milliseconds(5);

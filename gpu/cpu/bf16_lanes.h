@@ -64,27 +64,39 @@ KVSCOPE_BF16_TARGET inline __m512 probLanes(const float* s, int t, int n, __m512
     return exp2Bf16Weights512(_mm512_fmsub_ps(_mm512_loadu_ps(s + 16 * t), scale, mNew));
 }
 
+/// Iterations of keyDots: a step takes two W-byte key words of every token.
+template <int DK, int W> constexpr int kDotIterations = DK / W;
+
 /// dot[t] = the dot products of the TB key rows at k, k + stride, ... with the queries qT, W
 /// bytes of key (W / 4 bf16 pairs) broadcast into every vdpbf16ps: W 4 for rows in lanes, 8 for
-/// half lanes. Two accumulators per token (even and odd steps): TB 12 keeps 24 chains.
+/// half lanes. Two accumulators per token (even and odd steps): TB 12 keeps 24 chains. Each of
+/// the kDotIterations iterations prefetches a pair of `pf`'s lines. The unroll pragmas keep the
+/// accumulators in registers: with the prefetch's asm statement in the loop GCC no longer
+/// unrolled the token loops by itself, and spilled them (g 16 took 1.25x the time in L2).
 template <int DK, int TB, int W>
 KVSCOPE_BF16_TARGET inline __attribute__((always_inline)) void
-keyDots(const std::uint32_t* qT, const std::uint8_t* k, std::int64_t stride, __m512 (&dot)[TB]) {
+keyDots(const std::uint32_t* qT, const std::uint8_t* k, std::int64_t stride, __m512 (&dot)[TB],
+        const LineBatch& pf) {
     static_assert(W == 4 || W == 8);
     const std::uint8_t* kt[TB];
+#pragma GCC unroll 16
     for (int t = 0; t < TB; ++t)
         kt[t] = k + t * stride;
     __m512 ev[TB], od[TB];
+#pragma GCC unroll 16
     for (int t = 0; t < TB; ++t)
         ev[t] = od[t] = _mm512_setzero_ps();
     for (int st = 0; st < DK * 2 / W; st += 2) {
         const __m512bh q0 = asBh(_mm512_loadu_si512(qT + st * 16));
         const __m512bh q1 = asBh(_mm512_loadu_si512(qT + st * 16 + 16));
+        pf.issue(st / 2);
+#pragma GCC unroll 16
         for (int t = 0; t < TB; ++t) {
             ev[t] = _mm512_dpbf16_ps(ev[t], q0, broadcastKey<W>(kt[t] + W * st));
             od[t] = _mm512_dpbf16_ps(od[t], q1, broadcastKey<W>(kt[t] + W * st + W));
         }
     }
+#pragma GCC unroll 16
     for (int t = 0; t < TB; ++t)
         dot[t] = _mm512_add_ps(ev[t], od[t]);
 }
@@ -95,28 +107,36 @@ keyDots(const std::uint32_t* qT, const std::uint8_t* k, std::int64_t stride, __m
 /// scores' time in L2; with 12 (the tile as 12 + 12 + 8) 1.01 (NOTES.md, "seventeenth session").
 template <int DK, int TB>
 KVSCOPE_BF16_TARGET __attribute__((noinline)) void
-scoresLanes(const std::uint32_t* qT, const std::uint8_t* k, std::int64_t stride, float* out) {
+scoresLanes(const std::uint32_t* qT, const std::uint8_t* k, std::int64_t stride, float* out,
+            const LineBatch& pf) {
     __m512 dot[TB];
-    keyDots<DK, TB, 4>(qT, k, stride, dot);
+    keyDots<DK, TB, 4>(qT, k, stride, dot, pf);
     for (int t = 0; t < TB; ++t)
         _mm512_storeu_ps(out + 16 * t, dot[t]);
 }
 
-/// Unscaled scores of every row over the tile into sc.s ([rows / 16][tile][16]); every call is
-/// a step of `next`.
+/// Unscaled scores of every row over the tile into sc.s ([rows / 16][tile][16]); every call
+/// prefetches its share of `next`. MLA's key tile (576 wide, 36 KiB at bf16) is also its value
+/// tile and has to stay in L1 until the P·V: its score calls are a step of `next` each, so
+/// nearly all of the next tile comes in during the P·V (in the calls, MLA h 16 took 1.14x the
+/// time from DRAM; NOTES.md, "twentieth session").
 template <int DK>
 KVSCOPE_BF16_TARGET inline void scoreTileLanes(const SegmentBf16& sg, const TileRows& tr,
                                                ScratchBf16& sc, SpreadTile& next) {
     constexpr int T = int(kBf16Tile);
+    LineBatch pf;
     for (std::int64_t b = 0; b < sg.rows / 16; ++b)
         for (int j = 0; j < T; j += 12) {
+            if constexpr (DK > 256)
+                next.step();
+            else
+                next.take(kDotIterations<DK, 4>, pf);
             if (j + 12 <= T)
                 scoresLanes<DK, 12>(sc.qT.data() + b * DK / 2 * 16, tr.k.row(j), tr.k.stride,
-                                    sc.s.data() + (b * T + j) * 16);
+                                    sc.s.data() + (b * T + j) * 16, pf);
             else
                 scoresLanes<DK, 8>(sc.qT.data() + b * DK / 2 * 16, tr.k.row(j), tr.k.stride,
-                                   sc.s.data() + (b * T + j) * 16);
-            next.step();
+                                   sc.s.data() + (b * T + j) * 16, pf);
         }
 }
 
@@ -174,10 +194,11 @@ template <int DK> inline void transposeQueriesHalf(const SegmentBf16& sg, Scratc
 /// (even and odd steps): TB 12 keeps 24 chains.
 template <int DK, int TB>
 KVSCOPE_BF16_TARGET __attribute__((noinline)) void
-scoresHalf(const std::uint32_t* qT, const std::uint8_t* k, std::int64_t stride, float* out) {
+scoresHalf(const std::uint32_t* qT, const std::uint8_t* k, std::int64_t stride, float* out,
+           const LineBatch& pf) {
     static_assert(TB % 2 == 0 && DK % 8 == 0);
     __m512 dot[TB];
-    keyDots<DK, TB, 8>(qT, k, stride, dot);
+    keyDots<DK, TB, 8>(qT, k, stride, dot, pf);
     alignas(64) static constexpr std::int32_t kEven[16] = {0,  2,  4,  6,  8,  10, 12, 14,
                                                            16, 18, 20, 22, 24, 26, 28, 30};
     alignas(64) static constexpr std::int32_t kOdd[16] = {1,  3,  5,  7,  9,  11, 13, 15,
@@ -189,18 +210,19 @@ scoresHalf(const std::uint32_t* qT, const std::uint8_t* k, std::int64_t stride, 
                                        _mm512_permutex2var_ps(dot[t], io, dot[t + 1])));
 }
 
-/// Unscaled scores of the 8 rows over the tile into sc.s ([pair][16]); every call is a step of
-/// `next`.
+/// Unscaled scores of the 8 rows over the tile into sc.s ([pair][16]); every call prefetches its
+/// share of `next`.
 template <int DK>
 KVSCOPE_BF16_TARGET inline void scoreTileHalf(const TileRows& tr, ScratchBf16& sc,
                                               SpreadTile& next) {
     constexpr int T = int(kBf16Tile);
+    LineBatch pf;
     for (int j = 0; j < T; j += 12) {
+        next.take(kDotIterations<DK, 8>, pf);
         if (j + 12 <= T)
-            scoresHalf<DK, 12>(sc.qT.data(), tr.k.row(j), tr.k.stride, sc.s.data() + j * 8);
+            scoresHalf<DK, 12>(sc.qT.data(), tr.k.row(j), tr.k.stride, sc.s.data() + j * 8, pf);
         else
-            scoresHalf<DK, 8>(sc.qT.data(), tr.k.row(j), tr.k.stride, sc.s.data() + j * 8);
-        next.step();
+            scoresHalf<DK, 8>(sc.qT.data(), tr.k.row(j), tr.k.stride, sc.s.data() + j * 8, pf);
     }
 }
 
@@ -279,7 +301,8 @@ KVSCOPE_BF16_TARGET inline void interleaveValues(ScratchBf16& sc, const std::uin
 template <int R, int C>
 KVSCOPE_BF16_TARGET __attribute__((noinline)) void
 pvRegs(float* acc, std::int64_t accStride, const float* alpha, const std::uint32_t* p,
-       std::int64_t pairStep, const std::uint32_t* vT, std::int64_t vStep, int pairs) {
+       std::int64_t pairStep, const std::uint32_t* vT, std::int64_t vStep, int pairs,
+       const LineBatch& pf) {
     __m512 o[R][C];
 #pragma GCC unroll 8
     for (int i = 0; i < R; ++i) {
@@ -293,6 +316,7 @@ pvRegs(float* acc, std::int64_t accStride, const float* alpha, const std::uint32
 #pragma GCC unroll 8
         for (int j = 0; j < C; ++j)
             v[j] = asBh(_mm512_loadu_si512(vT + 16 * j));
+        pf.issue(pr);
 #pragma GCC unroll 8
         for (int i = 0; i < R; ++i) {
             const __m512bh b = asBh(_mm512_set1_epi32(int(p[i])));
@@ -311,13 +335,15 @@ pvRegs(float* acc, std::int64_t accStride, const float* alpha, const std::uint32
 /// O += P V for every row of a rows-in-lanes stream: per chunk of kLanesChunk value positions,
 /// the chunk's V pairs interleaved once (small enough to stay in L1 beside MLA's 576-wide K
 /// tile), then register blocks of 4 rows x 96 positions (a 64-position rest: 4 x 64, a
-/// 32-position one: 8 x 32), 16-24 chains each; every block is a step of `next`. V already in
-/// token pairs (sg.valuesPaired) is read in place, in column order.
+/// 32-position one: 8 x 32), 16-24 chains each; every block prefetches its share of `next`, a
+/// line pair per token pair. V already in token pairs (sg.valuesPaired) is read in place, in
+/// column order.
 template <int DV>
 KVSCOPE_BF16_TARGET inline void pvTileInterleaved(const SegmentBf16& sg, ScratchBf16& sc,
                                                   const RowMap& v, int pairs, SpreadTile& next) {
     static_assert(DV % 32 == 0);
     sc.vT.resize(std::size_t(kBf16Tile / 2 * kLanesChunk));
+    LineBatch pf;
     for (int c0 = 0; c0 < DV; c0 += kLanesChunk) {
         const int w = std::min(kLanesChunk, DV - c0);
         const std::uint32_t* vT = sc.vT.data();
@@ -332,17 +358,17 @@ KVSCOPE_BF16_TARGET inline void pvTileInterleaved(const SegmentBf16& sg, Scratch
             float* acc = sc.acc.data() + r * DV + c0;
             const float* alpha = sc.alpha.data() + r;
             const std::uint32_t* p = sc.p.data() + r;
+            next.take(pairs, pf);
             if (w == 96) {
-                pvRegs<4, 6>(acc, DV, alpha, p, sg.rows, vT, vStep, pairs);
+                pvRegs<4, 6>(acc, DV, alpha, p, sg.rows, vT, vStep, pairs, pf);
                 r += 4;
             } else if (w == 64) {
-                pvRegs<4, 4>(acc, DV, alpha, p, sg.rows, vT, vStep, pairs);
+                pvRegs<4, 4>(acc, DV, alpha, p, sg.rows, vT, vStep, pairs, pf);
                 r += 4;
             } else {
-                pvRegs<8, 2>(acc, DV, alpha, p, sg.rows, vT, vStep, pairs);
+                pvRegs<8, 2>(acc, DV, alpha, p, sg.rows, vT, vStep, pairs, pf);
                 r += 8;
             }
-            next.step();
         }
     }
 }

@@ -43,63 +43,97 @@ inline void prefetchL1(const void* p) {
 #endif
 }
 
-/// The next tile's K and V rows, for a kernel to prefetch into L1 a row at a time during this
-/// tile's P·V pass: the next tile's loads then reach the memory at an even rate while this tile
-/// computes, instead of in a burst at its start that the hardware prefetchers had not run ahead
-/// of (NOTES.md, "eleventh session"). Empty (lines 0): nothing to prefetch.
+/// The next tile's K and V, for a kernel to prefetch into L1 while this tile computes
+/// (SpreadTile): the next tile's loads then reach the memory at an even rate, instead of in a
+/// burst at its start that the hardware prefetchers had not run ahead of (NOTES.md, "eleventh
+/// session"). Only contiguous tiles are prefetched (GatherPlan::next), so each of K and V is one
+/// run of `lines` cache lines from its base. Empty (lines 0): nothing to prefetch.
 struct NextTile {
-    RowMap k, v;
-    int lines = 0;           // cache lines per row
-    bool shared = false;     // V is K's first columns (MLA): its lines are K's
-    bool contiguous = false; // row r at base + r stride (RowMap::row's shift, mask and two
-                             // multiplies, with GCC parking their operands in vector
-                             // registers, were most of the bf16 g 16 tile loop's time)
-    void prefetch(int r) const {
-        const std::uint8_t* kr = contiguous ? k.base + r * k.stride : k.row(r);
-        const std::uint8_t* vr = contiguous ? v.base + r * v.stride : v.row(r);
-        for (int l = 0; l < lines; ++l) {
-            prefetchL1(kr + 64 * l);
-            if (!shared)
-                prefetchL1(vr + 64 * l);
+    const std::uint8_t *k = nullptr, *v = nullptr;
+    int lines = 0;       // cache lines of the tile's K, and of its V
+    bool shared = false; // V is K's first columns (MLA): its lines are K's
+};
+
+/// Some of the next tile's cache lines, handed to one compute call that prefetches two of them
+/// per iteration of its loop (issue(it) for it < n), so they reach the memory at the rate of its
+/// work rather than in a burst between calls: iteration it takes a + it step and b + it step (a K
+/// and a V line, or two K lines when V is K's).
+struct LineBatch {
+    const std::uint8_t *a = nullptr, *b = nullptr;
+    std::int64_t step = 0;
+    int n = 0;
+    void issue(int it) const {
+        if (it < n) {
+            prefetchL1(a + it * step);
+            prefetchL1(b + it * step);
         }
     }
 };
 
-/// The next tile's rows prefetched evenly over all of this tile's work, scores and P·V: a kernel
-/// calls step() at each unit of its work (a score call, a P·V token step) and finish() at the end
-/// of the tile. The steps are counted as they happen and set the rate for the next tile (the full
-/// tiles of a segment all take the same steps), so a kernel needs no formula for its step count;
-/// the first tile prefetches a token per step. Why every phase: prefetches issued in one phase
-/// (the first P·V pass) wait for line fill buffers in a burst while the compute stands still, and
-/// the next tile's loads then follow this tile's compute instead of overlapping it (NOTES.md,
-/// "fourteenth session" and "sixteenth session").
+/// The next tile's lines prefetched evenly over all of this tile's work, scores and P·V, two at a
+/// time (a line pair: a K and a V line, or two K lines when V is K's), counted in units of work: a
+/// kernel calls step() at each small unit (a score call, a P·V token step), which prefetches that
+/// unit's pairs at once, or take(u, batch) before a call of u loop iterations, which hands up to
+/// u pairs to the call (LineBatch), and finish() at the end of the tile. The units are counted as
+/// they happen and set the rate for the next tile (the full tiles of a segment all do the same
+/// work), so a kernel needs no formula for its count; the first tile prefetches a token per
+/// unit. Why every phase: prefetches issued in one phase (the first P·V pass) wait for line fill
+/// buffers in a burst while the compute stands still, and the next tile's loads then follow this
+/// tile's compute instead of overlapping it (NOTES.md, "fourteenth session" and "sixteenth
+/// session"). Why inside the calls: the rows-in-lanes tiles make 9 calls for 128 pairs at g 16,
+/// and their bursts of 32 prefetches were most of the tile loop's time from DRAM (NOTES.md,
+/// "twentieth session").
 struct SpreadTile {
     NextTile next;
-    int countdown = 1, every = 1; // steps to the next prefetch, steps per prefetch
-    int batch = 1;                // tokens per prefetch
-    int token = 0, tokens = 0;    // tokens prefetched, tokens to prefetch
-    int rounds = 0, last = 0;     // prefetch points of this tile, steps of the last tile
+    int pairs = 0, pair = 0;        // line pairs of the next tile, handed out
+    int units = 0, lastUnits = 0;   // work of this tile so far, of the last one
+    std::int64_t due = 0, rate = 0; // pairs due and pairs per unit, in 1/65536
     void begin(const NextTile& nt, int tileTokens) {
         next = nt;
-        token = rounds = 0;
-        tokens = nt.lines ? tileTokens : 0;
-        const int steps = last > 0 ? last : tileTokens;
-        every = std::max(1, steps / tileTokens);
-        batch = (tileTokens + steps - 1) / steps;
-        countdown = every;
+        pairs = nt.shared ? (nt.lines + 1) / 2 : nt.lines;
+        pair = units = 0;
+        due = 0;
+        const int perToken = tileTokens > 0 ? (pairs + tileTokens - 1) / tileTokens : 0;
+        rate = lastUnits > 0 ? ((std::int64_t(pairs) << 16) + lastUnits - 1) / lastUnits
+                             : std::int64_t(perToken) << 16;
     }
     void step() {
-        if (--countdown > 0)
-            return;
-        countdown = every;
-        ++rounds;
-        for (int b = 0; b < batch && token < tokens; ++b)
-            next.prefetch(token++);
+        ++units;
+        due += rate;
+        if ((due >> 16) > pair) {
+            const LineBatch b = upTo(int(std::min<std::int64_t>(pairs, due >> 16)));
+            for (int i = 0; i < b.n; ++i)
+                b.issue(i);
+        }
+    }
+    void take(int u, LineBatch& b) {
+        units += u;
+        due += rate * u;
+        b = upTo(int(std::min<std::int64_t>({std::int64_t(pairs), due >> 16, pair + u})));
     }
     void finish() {
-        while (token < tokens)
-            next.prefetch(token++);
-        last = rounds * every + (every - countdown);
+        const LineBatch b = upTo(pairs);
+        for (int i = 0; i < b.n; ++i)
+            b.issue(i);
+        lastUnits = units;
+    }
+
+private:
+    /// The pairs from `pair` to `end`, handed out.
+    LineBatch upTo(int end) {
+        LineBatch b;
+        b.n = std::max(0, end - pair);
+        if (next.shared) {
+            b.a = next.k + 128 * std::int64_t(pair);
+            b.b = b.a + 64;
+            b.step = 128;
+        } else {
+            b.a = next.k + 64 * std::int64_t(pair);
+            b.b = next.v + 64 * std::int64_t(pair);
+            b.step = 64;
+        }
+        pair += b.n;
+        return b;
     }
 };
 
@@ -153,14 +187,16 @@ struct GatherPlan {
         return sg.t0 + (std::int64_t(1) << shift) * subLen;
     }
     /// Tile i + 1 to prefetch while tile i is computed: only where both are full (a partial
-    /// tile is staged row by row).
+    /// tile is staged row by row) and the next one is contiguous (gathered tiles are read by
+    /// the AMX kernel, which prefetches its own blocks).
     template <class Seg> NextTile next(const Seg& sg, std::int64_t i) const {
-        if (i + 1 >= count(sg) || tile(sg, i).n != tileRows)
+        if (i + 1 >= count(sg) || i + 1 < tiles || tile(sg, i).n != tileRows)
             return {};
         const Tile t = tile(sg, i + 1);
         if (t.n != tileRows)
             return {};
-        return {t.k, t.v, int((sg.keyRowBytes + 63) / 64), sg.values == sg.keys, i + 1 >= tiles};
+        const std::int64_t bytes = tileRows * std::max(sg.keyRowBytes, sg.valueRowBytes);
+        return {t.k.base, t.v.base, int((bytes + 63) / 64), sg.values == sg.keys};
     }
     /// Every tile contiguous.
     static GatherPlan contiguous(int tileRows, int shift) {
