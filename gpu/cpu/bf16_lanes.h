@@ -25,33 +25,41 @@ struct TileRows {
 
 #if KVSCOPE_HAVE_BF16_KERNEL
 // Rows in lanes, for streams of a multiple of 16 rows (GQA g 16 and 32, MLA): lane l of a score
-// vector is row 16b + l, so a key pair broadcast from memory into one vdpbf16ps serves 16 rows
-// and no transpose is needed; the tile's max per row is a vmaxps over its tokens.
+// vector is row 16b + l, so no transpose is needed and the tile's max per row is a vmaxps over
+// its tokens. The scores are computed in half lanes (two key pairs of 8 rows per vector, one
+// 64-bit key broadcast serving both halves of the block) and summed into rows in lanes.
 
-/// The queries as [rows / 16][keyDim / 2][16] words, word l the bf16 pair (q[16b + l][2dp],
-/// q[16b + l][2dp + 1]): once per segment.
-template <int DK> inline void transposeQueries(const SegmentBf16& sg, ScratchBf16& sc) {
-    sc.qT.resize(std::size_t(sg.rows * DK / 2));
-    for (std::int64_t b = 0; b < sg.rows / 16; ++b)
-        for (int dp = 0; dp < DK / 2; ++dp)
-            for (int l = 0; l < 16; ++l)
-                std::memcpy(&sc.qT[std::size_t((b * DK / 2 + dp) * 16 + l)],
-                            sg.q + (b * 16 + l) * DK + 2 * dp, 4);
+/// Rows r0 .. r0 + 7 of the queries in half-lane order ([DK / 4][16] words at dst): lane 2r + par
+/// of step st is row r0 + r's key pair 2 st + par, so one broadcast 64-bit key word (the pairs
+/// 2 st and 2 st + 1 of a token) meets both, and every vdpbf16ps adds 4 products for each of 8
+/// rows.
+template <int DK>
+inline void halfLaneQueries(const SegmentBf16& sg, std::int64_t r0, std::uint32_t* dst) {
+    for (int st = 0; st < DK / 4; ++st)
+        for (int l = 0; l < 16; ++l)
+            std::memcpy(dst + st * 16 + l, sg.q + (r0 + l / 2) * DK + 2 * (2 * st + l % 2), 4);
 }
 
-/// W bytes of a key row (one or two bf16 pairs), broadcast into every lane (pair) or lane pair.
-template <int W>
-KVSCOPE_BF16_TARGET inline __attribute__((always_inline)) __m512bh
-broadcastKey(const std::uint8_t* p) {
-    if constexpr (W == 4) {
-        std::int32_t w;
-        std::memcpy(&w, p, 4);
-        return asBh(_mm512_set1_epi32(w));
-    } else {
-        std::int64_t w;
-        std::memcpy(&w, p, 8);
-        return asBh(_mm512_set1_epi64(w));
-    }
+/// The queries as [rows / 16][2][DK / 4][16] words: each 16-row block as its two 8-row halves in
+/// half-lane order, so that one 64-bit key broadcast serves both (scoresLanes); once per segment.
+template <int DK> inline void transposeQueries(const SegmentBf16& sg, ScratchBf16& sc) {
+    sc.qT.resize(std::size_t(sg.rows * DK / 2));
+    for (std::int64_t h = 0; h < sg.rows / 8; ++h)
+        halfLaneQueries<DK>(sg, 8 * h, sc.qT.data() + h * DK / 4 * 16);
+}
+
+/// Lane indices that pick the even (odd) lanes of two vectors: lanes 0-7 from the first, 8-15
+/// from the second. Adding the two picks sums each half-lane row's pair of partial dot products.
+alignas(64) inline constexpr std::int32_t kEvenLanes[16] = {0,  2,  4,  6,  8,  10, 12, 14,
+                                                            16, 18, 20, 22, 24, 26, 28, 30};
+alignas(64) inline constexpr std::int32_t kOddLanes[16] = {1,  3,  5,  7,  9,  11, 13, 15,
+                                                           17, 19, 21, 23, 25, 27, 29, 31};
+
+/// A key row's 8 bytes at p (two bf16 pairs), broadcast into every lane pair.
+KVSCOPE_BF16_TARGET inline __attribute__((always_inline)) __m512bh keyWord(const std::uint8_t* p) {
+    std::int64_t w;
+    std::memcpy(&w, p, 8);
+    return asBh(_mm512_set1_epi64(w));
 }
 
 /// Token t's probabilities from its unscaled scores s[16t..], rows in lanes; 0 past the tile's n.
@@ -64,20 +72,20 @@ KVSCOPE_BF16_TARGET inline __m512 probLanes(const float* s, int t, int n, __m512
     return exp2Bf16Weights512(_mm512_fmsub_ps(_mm512_loadu_ps(s + 16 * t), scale, mNew));
 }
 
-/// Iterations of keyDots: a step takes two W-byte key words of every token.
-template <int DK, int W> constexpr int kDotIterations = DK / W;
+/// Loop iterations of one score call (for its share of the prefetch): halfDots takes one 8-byte
+/// key word of every token per iteration, keyDots two.
+template <int DK> constexpr int kHalfDotIterations = DK / 4;
+template <int DK> constexpr int kKeyDotIterations = DK / 8;
 
-/// dot[t] = the dot products of the TB key rows at k, k + stride, ... with the queries qT, W
-/// bytes of key (W / 4 bf16 pairs) broadcast into every vdpbf16ps: W 4 for rows in lanes, 8 for
-/// half lanes. Two accumulators per token (even and odd steps): TB 12 keeps 24 chains. Each of
-/// the kDotIterations iterations prefetches a pair of `pf`'s lines. The unroll pragmas keep the
-/// accumulators in registers: with the prefetch's asm statement in the loop GCC no longer
-/// unrolled the token loops by itself, and spilled them (g 16 took 1.25x the time in L2).
-template <int DK, int TB, int W>
+/// dot[t] = the half-lane dot products (halfLaneQueries) of the TB key rows at k, k + stride, ...
+/// with the 8 rows qT. Two accumulators per token (even and odd steps): TB 12 keeps 24 chains.
+/// Each of the kKeyDotIterations iterations prefetches a pair of `pf`'s lines. The unroll pragmas
+/// keep the accumulators in registers: with the prefetch's asm statement in the loop GCC no
+/// longer unrolled the token loops by itself, and spilled them (g 16 took 1.25x the time in L2).
+template <int DK, int TB>
 KVSCOPE_BF16_TARGET inline __attribute__((always_inline)) void
 keyDots(const std::uint32_t* qT, const std::uint8_t* k, std::int64_t stride, __m512 (&dot)[TB],
         const LineBatch& pf) {
-    static_assert(W == 4 || W == 8);
     const std::uint8_t* kt[TB];
 #pragma GCC unroll 16
     for (int t = 0; t < TB; ++t)
@@ -86,14 +94,14 @@ keyDots(const std::uint32_t* qT, const std::uint8_t* k, std::int64_t stride, __m
 #pragma GCC unroll 16
     for (int t = 0; t < TB; ++t)
         ev[t] = od[t] = _mm512_setzero_ps();
-    for (int st = 0; st < DK * 2 / W; st += 2) {
+    for (int st = 0; st < DK / 4; st += 2) {
         const __m512bh q0 = asBh(_mm512_loadu_si512(qT + st * 16));
         const __m512bh q1 = asBh(_mm512_loadu_si512(qT + st * 16 + 16));
         pf.issue(st / 2);
 #pragma GCC unroll 16
         for (int t = 0; t < TB; ++t) {
-            ev[t] = _mm512_dpbf16_ps(ev[t], q0, broadcastKey<W>(kt[t] + W * st));
-            od[t] = _mm512_dpbf16_ps(od[t], q1, broadcastKey<W>(kt[t] + W * st + W));
+            ev[t] = _mm512_dpbf16_ps(ev[t], q0, keyWord(kt[t] + 8 * st));
+            od[t] = _mm512_dpbf16_ps(od[t], q1, keyWord(kt[t] + 8 * st + 8));
         }
     }
 #pragma GCC unroll 16
@@ -101,18 +109,50 @@ keyDots(const std::uint32_t* qT, const std::uint8_t* k, std::int64_t stride, __m
         dot[t] = _mm512_add_ps(ev[t], od[t]);
 }
 
-/// Unscaled scores of 16 rows (qT, rows in lanes) against the TB key rows at k, k + stride, ...:
-/// out[16t + l] = q[l] . k[t]. Two accumulators per token (even and odd key pairs): TB 12 keeps
-/// 24 vdpbf16ps chains in flight. With 8 tokens (16 chains) g 16 ran 1.14 of the transposed
-/// scores' time in L2; with 12 (the tile as 12 + 12 + 8) 1.01 (NOTES.md, "seventeenth session").
+/// a[t], b[t] = the half-lane dot products (halfLaneQueries) of the TB key rows at k, k + stride,
+/// ... with the two 8-row halves qA and qB of a 16-row block: each 64-bit key broadcast feeds
+/// both halves' vdpbf16ps, and the 2 TB accumulators are the chains (TB 12: 24). Each of the
+/// kHalfDotIterations iterations prefetches a pair of `pf`'s lines (unrolled as in keyDots).
+template <int DK, int TB>
+KVSCOPE_BF16_TARGET inline __attribute__((always_inline)) void
+halfDots(const std::uint32_t* qA, const std::uint32_t* qB, const std::uint8_t* k,
+         std::int64_t stride, __m512 (&a)[TB], __m512 (&b)[TB], const LineBatch& pf) {
+    const std::uint8_t* kt[TB];
+#pragma GCC unroll 16
+    for (int t = 0; t < TB; ++t) {
+        kt[t] = k + t * stride;
+        a[t] = b[t] = _mm512_setzero_ps();
+    }
+    for (int st = 0; st < DK / 4; ++st) {
+        const __m512bh qa = asBh(_mm512_loadu_si512(qA + st * 16));
+        const __m512bh qb = asBh(_mm512_loadu_si512(qB + st * 16));
+        pf.issue(st);
+#pragma GCC unroll 16
+        for (int t = 0; t < TB; ++t) {
+            const __m512bh kw = keyWord(kt[t] + 8 * st);
+            a[t] = _mm512_dpbf16_ps(a[t], qa, kw);
+            b[t] = _mm512_dpbf16_ps(b[t], qb, kw);
+        }
+    }
+}
+
+/// Unscaled scores of 16 rows (qT: the block's two halves, transposeQueries) against the TB key
+/// rows at k, k + stride, ...: out[16t + l] = q[l] . k[t], rows in lanes. One 64-bit key
+/// broadcast per two vdpbf16ps: with one 32-bit broadcast per vdpbf16ps (rows in lanes from the
+/// start) the loads held the loop to 0.82 of the vdpbf16ps chain rate on L1-resident keys, and
+/// sharing each broadcast between two vdpbf16ps took it to 1.2-1.3x that (NOTES.md, "twentieth
+/// session"). The halves' partial sums come together in two permutes and an add per token.
 template <int DK, int TB>
 KVSCOPE_BF16_TARGET __attribute__((noinline)) void
 scoresLanes(const std::uint32_t* qT, const std::uint8_t* k, std::int64_t stride, float* out,
             const LineBatch& pf) {
-    __m512 dot[TB];
-    keyDots<DK, TB, 4>(qT, k, stride, dot, pf);
+    __m512 a[TB], b[TB];
+    halfDots<DK, TB>(qT, qT + DK / 4 * 16, k, stride, a, b, pf);
+    const __m512i ie = _mm512_load_si512(kEvenLanes), io = _mm512_load_si512(kOddLanes);
+#pragma GCC unroll 16
     for (int t = 0; t < TB; ++t)
-        _mm512_storeu_ps(out + 16 * t, dot[t]);
+        _mm512_storeu_ps(out + 16 * t, _mm512_add_ps(_mm512_permutex2var_ps(a[t], ie, b[t]),
+                                                     _mm512_permutex2var_ps(a[t], io, b[t])));
 }
 
 /// Unscaled scores of every row over the tile into sc.s ([rows / 16][tile][16]); every call
@@ -130,7 +170,7 @@ KVSCOPE_BF16_TARGET inline void scoreTileLanes(const SegmentBf16& sg, const Tile
             if constexpr (DK > 256)
                 next.step();
             else
-                next.take(kDotIterations<DK, 4>, pf);
+                next.take(kHalfDotIterations<DK>, pf);
             if (j + 12 <= T)
                 scoresLanes<DK, 12>(sc.qT.data() + b * DK / 2 * 16, tr.k.row(j), tr.k.stride,
                                     sc.s.data() + (b * T + j) * 16, pf);
@@ -177,16 +217,11 @@ KVSCOPE_BF16_TARGET inline void softmaxLanes(const SegmentBf16& sg, ScratchBf16&
     }
 }
 
-/// Streams of 8 rows ("half lanes"): a vector holds 8 rows x 2. The queries as [DK / 4][16]:
-/// lane 2r + par of step st is row r's key pair 2 st + par, so one broadcast 64-bit key word (the
-/// pairs 2 st and 2 st + 1 of a token) meets both, and every vdpbf16ps adds 4 products for each
-/// of 8 rows of one token. No transposes; a pair-add per token at the end.
+/// Streams of 8 rows ("half lanes"): a vector holds 8 rows x 2, the queries in half-lane order
+/// (halfLaneQueries). No transposes; a pair-add per token at the end.
 template <int DK> inline void transposeQueriesHalf(const SegmentBf16& sg, ScratchBf16& sc) {
     sc.qT.resize(std::size_t(DK / 4 * 16));
-    for (int st = 0; st < DK / 4; ++st)
-        for (int l = 0; l < 16; ++l)
-            std::memcpy(&sc.qT[std::size_t(st * 16 + l)],
-                        sg.q + (l / 2) * DK + 2 * (2 * st + l % 2), 4);
+    halfLaneQueries<DK>(sg, 0, sc.qT.data());
 }
 
 /// Unscaled scores of the 8 rows against the TB (even) key rows at k, k + stride, ...: out[16u +
@@ -198,12 +233,8 @@ scoresHalf(const std::uint32_t* qT, const std::uint8_t* k, std::int64_t stride, 
            const LineBatch& pf) {
     static_assert(TB % 2 == 0 && DK % 8 == 0);
     __m512 dot[TB];
-    keyDots<DK, TB, 8>(qT, k, stride, dot, pf);
-    alignas(64) static constexpr std::int32_t kEven[16] = {0,  2,  4,  6,  8,  10, 12, 14,
-                                                           16, 18, 20, 22, 24, 26, 28, 30};
-    alignas(64) static constexpr std::int32_t kOdd[16] = {1,  3,  5,  7,  9,  11, 13, 15,
-                                                          17, 19, 21, 23, 25, 27, 29, 31};
-    const __m512i ie = _mm512_load_si512(kEven), io = _mm512_load_si512(kOdd);
+    keyDots<DK, TB>(qT, k, stride, dot, pf);
+    const __m512i ie = _mm512_load_si512(kEvenLanes), io = _mm512_load_si512(kOddLanes);
     for (int t = 0; t < TB; t += 2)
         _mm512_storeu_ps(out + 8 * t,
                          _mm512_add_ps(_mm512_permutex2var_ps(dot[t], ie, dot[t + 1]),
@@ -218,7 +249,7 @@ KVSCOPE_BF16_TARGET inline void scoreTileHalf(const TileRows& tr, ScratchBf16& s
     constexpr int T = int(kBf16Tile);
     LineBatch pf;
     for (int j = 0; j < T; j += 12) {
-        next.take(kDotIterations<DK, 8>, pf);
+        next.take(kKeyDotIterations<DK>, pf);
         if (j + 12 <= T)
             scoresHalf<DK, 12>(sc.qT.data(), tr.k.row(j), tr.k.stride, sc.s.data() + j * 8, pf);
         else
