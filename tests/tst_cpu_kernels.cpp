@@ -369,9 +369,6 @@ private Q_SLOTS:
         QVERIFY(!run(paired.data(), true, t0, t1, 8, outPaired, lsePaired));
     }
 
-    /// Every index of every job runs exactly once, whether the workers were still polling
-    /// (jobs back to back) or had gone to sleep (a pause longer than the spin time), with more
-    /// threads than this machine has cores; the pool stops from either state.
     /// The next tile's lines are handed to the compute calls at the rate of their work: a g 16
     /// tile (32 tokens of 256-byte K and V rows: 128 line pairs) makes 3 score calls of 32 loop
     /// iterations and 6 P·V calls of 16; from the second tile on, the pairs handed out follow
@@ -426,6 +423,9 @@ private Q_SLOTS:
         }
     }
 
+    /// Every index of every job runs exactly once, whether the workers were still polling
+    /// (jobs back to back) or had gone to sleep (a pause longer than the spin time), with more
+    /// threads than this machine has cores; the pool stops from either state.
     void threadPoolRunsEveryItemOnce() {
         namespace cpu = detail::cpu;
         const auto pauseToSleep = cpu::ThreadPool::spinTime() * 3 + std::chrono::milliseconds(5);
