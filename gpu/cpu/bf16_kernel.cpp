@@ -8,8 +8,9 @@
 // vdpbf16ps sums two tokens per lane. Output columns come out permuted by the interleave (lane
 // 4L + j of the low/high half holds column 8L + j / 8L + 4 + j of each 32-column chunk) and are
 // put back in order at the end of the segment. Streams of a multiple of 16 rows (GQA g 16 and 32,
-// MLA) score with the rows in lanes instead: one key pair broadcast per vdpbf16ps, no transposes;
-// streams of 8 rows in half lanes (8 rows x 2 key pairs per vector, a 64-bit key broadcast).
+// MLA) keep the rows in lanes instead, no transposes: each 16-row block scores as two 8-row
+// halves that share every 64-bit key broadcast; streams of 8 rows in half lanes (8 rows x 2 key
+// pairs per vector, a 64-bit key broadcast).
 #include "gpu/cpu/bf16_kernel.h"
 
 #include "gpu/cpu/bf16_lanes.h"

@@ -35,9 +35,9 @@ struct ScratchBf16 {
     AlignedVector<float> s;                    // [rows][tile] scaled scores, -inf past the end
     AlignedVector<std::uint32_t> p;            // [rows][tile / 2] bf16 probability pairs
     // Rows in lanes (rows a multiple of 16): mRow, lVec and alpha hold one value per row, s is
-    // [rows / 16][tile][16] and p [tile / 2][rows]; qT is the queries as [rows / 16][keyDim /
-    // 2][16] bf16 pairs. Half lanes (8 rows): the same per-row state, s is [tile / 2][8 rows x 2]
-    // and qT [keyDim / 4][16] (lane 2r + j: row r's key pair 2 step + j).
+    // [rows / 16][tile][16] and p [tile / 2][rows]; qT is the queries as [rows / 8][keyDim /
+    // 4][16], each 8 rows in half-lane order (lane 2r + j: row r's key pair 2 step + j). Half
+    // lanes (8 rows): the same per-row state and qT, s is [tile / 2][8 rows x 2].
     AlignedVector<std::uint32_t> qT;
     // A chunk of a tile's V as [pair][chunk] bf16 pairs (pvTileInterleaved).
     AlignedVector<std::uint32_t> vT;
