@@ -309,12 +309,12 @@ KVSCOPE_BF16_TARGET inline void finishRows(const SegmentBf16& sg, const ScratchB
 
 /// DK, DV: key and value widths in elements (multiples of 32). Per 32-token tile, three phases
 /// over all rows of the stream, so independent rows overlap in the core: scores (two rows per
-/// K load, or with Lanes 16 rows per key broadcast), the online-softmax update, then O += P V
-/// (four rows per V load). The tiles are contiguous, and the next one is prefetched over the
-/// scores and the P·V of this one (row_map.h's SpreadTile). Paired against tiles gathered from 8
-/// sub-streams with the prefetch in the first P·V pass (the AMD host of NOTES.md, "sixteenth
-/// session", 16384-token segments from DRAM, 2 threads): bf16 g 1 0.71, g 2 0.83, g 4 0.69, g 8
-/// 0.72-0.76, g 16 0.82; fp8 g 1 0.82, g 8 0.90 of the time.
+/// K load, or with Lanes 16 rows per two key broadcasts), the online-softmax update, then O += P V
+/// (four rows per V load, eight for MLA's wide values). The tiles are contiguous, and the next one
+/// is prefetched over the scores and the P·V of this one (row_map.h's SpreadTile). Paired against
+/// tiles gathered from 8 sub-streams with the prefetch in the first P·V pass (the AMD host of
+/// NOTES.md, "sixteenth session", 16384-token segments from DRAM, 2 threads): bf16 g 1 0.71, g 2
+/// 0.83, g 4 0.69, g 8 0.72-0.76, g 16 0.82; fp8 g 1 0.82, g 8 0.90 of the time.
 template <int DK, int DV, bool Lanes, bool InterleavedV, bool Half = false>
 KVSCOPE_BF16_TARGET void attendBf16Impl(const SegmentBf16& sg, ScratchBf16& sc) {
     constexpr int T = int(kBf16Tile);
@@ -361,7 +361,14 @@ KVSCOPE_BF16_TARGET void attendBf16Impl(const SegmentBf16& sg, ScratchBf16& sc) 
         if constexpr (InterleavedV) {
             pvTileInterleaved<DV>(sg, sc, tr.v, pairs, next);
         } else {
-            for (r = 0; r + 4 <= R; r += 4)
+            r = 0;
+            // Values over 256 wide (MLA) 8 rows a pass: half the unpacks per vdpbf16ps (MLA h 16
+            // 0.95-0.97, h 32 0.93 of the time from DRAM; g 8 not faster; NOTES.md, "twentieth
+            // session").
+            if constexpr (Lanes && DV > 256)
+                for (; r + 8 <= R; r += 8)
+                    pvBlock<8, DV, Lanes>(sc, r, pairStep, tr.v.base, tr.v.stride, pairs, next);
+            for (; r + 4 <= R; r += 4)
                 pvBlock<4, DV, Lanes>(sc, r, pairStep, tr.v.base, tr.v.stride, pairs, next);
             for (; r + 2 <= R; r += 2)
                 pvBlock<2, DV, Lanes>(sc, r, pairStep, tr.v.base, tr.v.stride, pairs, next);
