@@ -317,6 +317,7 @@ KVSCOPE_BF16_TARGET inline void finishRows(const SegmentBf16& sg, const ScratchB
 /// 0.71, g 2 0.83, g 4 0.69, g 8 0.72-0.76, g 16 0.82; fp8 g 1 0.82, g 8 0.90 of the time.
 template <int DK, int DV, bool Lanes, bool InterleavedV, bool Half = false>
 KVSCOPE_BF16_TARGET void attendBf16Impl(const SegmentBf16& sg, ScratchBf16& sc) {
+    static_assert(!Half || Lanes, "half lanes keep the per-row state of rows in lanes");
     constexpr int T = int(kBf16Tile);
     const std::int64_t R = sg.rows;
     const std::int64_t perRow = Lanes ? 1 : 16;
@@ -326,9 +327,7 @@ KVSCOPE_BF16_TARGET void attendBf16Impl(const SegmentBf16& sg, ScratchBf16& sc) 
     sc.lVec.assign(std::size_t(R * perRow), 0.0f);
     sc.s.resize(std::size_t(R * T));
     sc.p.resize(std::size_t(R * T / 2));
-    if constexpr (Half)
-        transposeQueriesHalf<DK>(sg, sc);
-    else if constexpr (Lanes)
+    if constexpr (Lanes) // rows in lanes and half lanes
         transposeQueries<DK>(sg, sc);
     const Fp8Decoder dec = sg.dtype != KvDtype::Bf16 ? fp8Decoder() : Fp8Decoder::Table;
     const GatherPlan gp = GatherPlan::contiguous(T, kGatherShift);

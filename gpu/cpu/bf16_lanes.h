@@ -29,23 +29,18 @@ struct TileRows {
 // its tokens. The scores are computed in half lanes (two key pairs of 8 rows per vector, one
 // 64-bit key broadcast serving both halves of the block) and summed into rows in lanes.
 
-/// Rows r0 .. r0 + 7 of the queries in half-lane order ([DK / 4][16] words at dst): lane 2r + par
-/// of step st is row r0 + r's key pair 2 st + par, so one broadcast 64-bit key word (the pairs
-/// 2 st and 2 st + 1 of a token) meets both, and every vdpbf16ps adds 4 products for each of 8
-/// rows.
-template <int DK>
-inline void halfLaneQueries(const SegmentBf16& sg, std::int64_t r0, std::uint32_t* dst) {
-    for (int st = 0; st < DK / 4; ++st)
-        for (int l = 0; l < 16; ++l)
-            std::memcpy(dst + st * 16 + l, sg.q + (r0 + l / 2) * DK + 2 * (2 * st + l % 2), 4);
-}
-
-/// The queries as [rows / 16][2][DK / 4][16] words: each 16-row block as its two 8-row halves in
-/// half-lane order, so that one 64-bit key broadcast serves both (scoresLanes); once per segment.
+/// The queries as [rows / 8][DK / 4][16] words, every 8 rows in half-lane order: lane 2r + par of
+/// step st is row r's key pair 2 st + par, so one broadcast 64-bit key word (the pairs 2 st and
+/// 2 st + 1 of a token) meets both, and every vdpbf16ps adds 4 products for each of 8 rows. A
+/// 16-row block's two halves share each key broadcast (scoresLanes); a stream of 8 rows scores in
+/// half lanes (scoresHalf). Once per segment.
 template <int DK> inline void transposeQueries(const SegmentBf16& sg, ScratchBf16& sc) {
     sc.qT.resize(std::size_t(sg.rows * DK / 2));
     for (std::int64_t h = 0; h < sg.rows / 8; ++h)
-        halfLaneQueries<DK>(sg, 8 * h, sc.qT.data() + h * DK / 4 * 16);
+        for (int st = 0; st < DK / 4; ++st)
+            for (int l = 0; l < 16; ++l)
+                std::memcpy(&sc.qT[std::size_t((h * DK / 4 + st) * 16 + l)],
+                            sg.q + (8 * h + l / 2) * DK + 2 * (2 * st + l % 2), 4);
 }
 
 /// Lane indices that pick the even (odd) lanes of two vectors: lanes 0-7 from the first, 8-15
@@ -77,7 +72,7 @@ KVSCOPE_BF16_TARGET inline __m512 probLanes(const float* s, int t, int n, __m512
 template <int DK> constexpr int kHalfDotIterations = DK / 4;
 template <int DK> constexpr int kKeyDotIterations = DK / 8;
 
-/// dot[t] = the half-lane dot products (halfLaneQueries) of the TB key rows at k, k + stride, ...
+/// dot[t] = the half-lane dot products (transposeQueries) of the TB key rows at k, k + stride, ...
 /// with the 8 rows qT. Two accumulators per token (even and odd steps): TB 12 keeps 24 chains.
 /// Each of the kKeyDotIterations iterations prefetches a pair of `pf`'s lines. The unroll pragmas
 /// keep the accumulators in registers: with the prefetch's asm statement in the loop GCC no
@@ -109,7 +104,7 @@ keyDots(const std::uint32_t* qT, const std::uint8_t* k, std::int64_t stride, __m
         dot[t] = _mm512_add_ps(ev[t], od[t]);
 }
 
-/// a[t], b[t] = the half-lane dot products (halfLaneQueries) of the TB key rows at k, k + stride,
+/// a[t], b[t] = the half-lane dot products (transposeQueries) of the TB key rows at k, k + stride,
 /// ... with the two 8-row halves qA and qB of a 16-row block: each 64-bit key broadcast feeds
 /// both halves' vdpbf16ps, and the 2 TB accumulators are the chains (TB 12: 24). Each of the
 /// kHalfDotIterations iterations prefetches a pair of `pf`'s lines (unrolled as in keyDots).
@@ -217,12 +212,8 @@ KVSCOPE_BF16_TARGET inline void softmaxLanes(const SegmentBf16& sg, ScratchBf16&
     }
 }
 
-/// Streams of 8 rows ("half lanes"): a vector holds 8 rows x 2, the queries in half-lane order
-/// (halfLaneQueries). No transposes; a pair-add per token at the end.
-template <int DK> inline void transposeQueriesHalf(const SegmentBf16& sg, ScratchBf16& sc) {
-    sc.qT.resize(std::size_t(DK / 4 * 16));
-    halfLaneQueries<DK>(sg, 0, sc.qT.data());
-}
+// Streams of 8 rows ("half lanes"): a vector holds 8 rows x 2, the queries in half-lane order
+// (transposeQueries). No transposes; a pair-add per token at the end.
 
 /// Unscaled scores of the 8 rows against the TB (even) key rows at k, k + stride, ...: out[16u +
 /// l] = q[l % 8] . k[2u + l / 8], token pairs as [8 rows | 8 rows]. Two accumulators per token

@@ -100,11 +100,8 @@ struct SpreadTile {
     void step() {
         ++units;
         due += rate;
-        if ((due >> 16) > pair) {
-            const LineBatch b = upTo(int(std::min<std::int64_t>(pairs, due >> 16)));
-            for (int i = 0; i < b.n; ++i)
-                b.issue(i);
-        }
+        if ((due >> 16) > pair)
+            prefetchUpTo(int(std::min<std::int64_t>(pairs, due >> 16)));
     }
     void take(int u, LineBatch& b) {
         units += u;
@@ -112,13 +109,17 @@ struct SpreadTile {
         b = upTo(int(std::min<std::int64_t>({std::int64_t(pairs), due >> 16, pair + u})));
     }
     void finish() {
-        const LineBatch b = upTo(pairs);
-        for (int i = 0; i < b.n; ++i)
-            b.issue(i);
+        prefetchUpTo(pairs);
         lastUnits = units;
     }
 
 private:
+    /// The pairs from `pair` to `end`, prefetched now.
+    void prefetchUpTo(int end) {
+        const LineBatch b = upTo(end);
+        for (int i = 0; i < b.n; ++i)
+            b.issue(i);
+    }
     /// The pairs from `pair` to `end`, handed out.
     LineBatch upTo(int end) {
         LineBatch b;
