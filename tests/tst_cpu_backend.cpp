@@ -351,6 +351,10 @@ private Q_SLOTS:
         QVERIFY2(c.readKernel.find(c.readFamily.front().kernel.substr(
                      0, c.readFamily.front().kernel.find(' '))) == 0,
                  c.readKernel.c_str());
+#if defined(__linux__)
+        // Which pages the ceilings read (the kernels' inputs are allocated the same way).
+        QVERIFY2(c.readKernel.find(" pages") != std::string::npos, c.readKernel.c_str());
+#endif
         QVERIFY(!c.peakFamily.empty());
         for (KvDtype d : {KvDtype::Bf16, KvDtype::Fp16, KvDtype::Fp8E4m3, KvDtype::Fp32}) {
             const std::string key(dtypeName(d));

@@ -2,6 +2,7 @@
 #include "gpu/cpu/amx_kernel.h"
 #include "gpu/cpu/bf16_kernel.h"
 #include "gpu/cpu/bf16_simd.h"
+#include "gpu/cpu/buffer.h"
 #include "gpu/cpu/ceiling_kernels.h"
 #include "gpu/cpu/ceilings.h"
 #include "gpu/cpu/inputs.h"
@@ -443,6 +444,31 @@ private Q_SLOTS:
             if (sleepFirst)
                 std::this_thread::sleep_for(pauseToSleep); // destroyed while the workers sleep
         }
+    }
+    /// Buffers from 2 MiB on start on a 2 MiB boundary (so transparent huge pages can back all
+    /// of them), smaller ones on a cache line; every byte asked for is writable, and a move
+    /// hands the memory over.
+    void buffersAlignForHugePages() {
+        namespace cpu = detail::cpu;
+        cpu::Buffer small;
+        QVERIFY(small.allocate(100));
+        QCOMPARE(small.bytes, std::size_t(100));
+        QCOMPARE(reinterpret_cast<std::uintptr_t>(small.data) % 64, std::uintptr_t(0));
+        const std::size_t n = 5 * cpu::kHugePage + 3;
+        cpu::Buffer large;
+        QVERIFY(large.allocate(n));
+        QCOMPARE(large.bytes, n);
+        const std::uintptr_t want = cpu::hugePagesEnabled() ? cpu::kHugePage : 64;
+        QCOMPARE(reinterpret_cast<std::uintptr_t>(large.data) % want, std::uintptr_t(0));
+        large.data[0] = 1;
+        large.data[n - 1] = 2;
+        cpu::Buffer moved(std::move(large));
+        QVERIFY(!large.data);
+        QCOMPARE(moved.bytes, n);
+        QCOMPARE(int(moved.data[n - 1]), 2);
+        cpu::Buffer empty;
+        QVERIFY(empty.allocate(0));
+        QVERIFY(empty.data != nullptr);
     }
     /// A ceiling piece read from a point's own inputs stays inside them: each region ends at a
     /// PROT_NONE guard page, so a read rounded up past a small region faults here.

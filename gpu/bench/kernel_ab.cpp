@@ -8,6 +8,7 @@
 // a plain read of the same bytes (2 streams, the read ceiling's best kernel family). Last line:
 // the median and quartiles of the per-round B / A.
 #include "ab_variant.h"
+#include "gpu/cpu/buffer.h"
 #include "gpu/cpu/inputs.h"
 #include "gpu/cpu/thread_pool.h"
 #include "gpu/numerics.h"
@@ -70,13 +71,18 @@ readRows(const std::uint8_t* k, const std::uint8_t* v, std::int64_t bytes) {
     return sum;
 }
 
+/// The engine's buffers (2 MiB pages from 2 MiB on, as the engine reads its KV), or nothing on
+/// failure (the run stops).
 struct AlignedBytes {
+    kvscope::gpu::detail::cpu::Buffer b;
     std::uint8_t* p = nullptr;
-    explicit AlignedBytes(std::size_t n)
-        : p(static_cast<std::uint8_t*>(std::aligned_alloc(4096, n))) {}
-    ~AlignedBytes() { std::free(p); }
-    AlignedBytes(const AlignedBytes&) = delete;
-    AlignedBytes& operator=(const AlignedBytes&) = delete;
+    explicit AlignedBytes(std::size_t n) {
+        if (!b.allocate(n)) {
+            std::fprintf(stderr, "out of memory allocating %zu bytes\n", n);
+            std::exit(1);
+        }
+        p = b.data;
+    }
 };
 
 double median(std::vector<double> v, double at = 0.5) {

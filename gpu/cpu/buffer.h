@@ -1,12 +1,42 @@
 // 64-byte aligned byte buffers that never throw: allocate() reports failure.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <new>
+#include <string_view>
 #include <vector>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 namespace kvscope::gpu::detail::cpu {
+
+constexpr std::size_t kHugePage = std::size_t(2) << 20;
+
+/// Large buffers (the KV input sets, the read ceilings' buffer, the step's weights) in 2 MiB
+/// pages unless KVSCOPE_CPU_HUGEPAGES=0 (A/B): the kernels and the ceilings that bound them read
+/// the same kind of memory.
+inline bool hugePagesEnabled() {
+    static const bool on = [] {
+        const char* e = std::getenv("KVSCOPE_CPU_HUGEPAGES");
+        return !(e && std::string_view(e) == "0");
+    }();
+    return on;
+}
+
+/// Asks for transparent huge pages over [p, p + n) (both 2 MiB aligned); a hint, no error when
+/// the kernel has THP off or no huge page to give.
+inline void backHugePages(void* p, std::size_t n) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    madvise(p, n, MADV_HUGEPAGE);
+#else
+    (void)p, (void)n;
+#endif
+}
 
 struct Buffer {
     std::uint8_t* data = nullptr;
@@ -27,14 +57,19 @@ struct Buffer {
     }
     ~Buffer() { free(); }
     void free() {
-        if (data)
-            ::operator delete(data, std::align_val_t(64), std::nothrow);
+        std::free(data);
         data = nullptr;
         bytes = 0;
     }
+    /// n bytes, 64-byte aligned; from 2 MiB on, 2 MiB aligned and backed by transparent huge
+    /// pages where the kernel gives them (see backHugePages).
     bool allocate(std::size_t n) {
-        data = static_cast<std::uint8_t*>(
-            ::operator new(n ? n : 64, std::align_val_t(64), std::nothrow));
+        const bool huge = n >= kHugePage && hugePagesEnabled();
+        const std::size_t align = huge ? kHugePage : 64;
+        const std::size_t rounded = (std::max<std::size_t>(n, 1) + align - 1) / align * align;
+        data = static_cast<std::uint8_t*>(std::aligned_alloc(align, rounded));
+        if (data && huge)
+            backHugePages(data, rounded);
         bytes = data ? n : 0;
         return data != nullptr;
     }

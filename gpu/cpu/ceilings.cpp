@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <sstream>
 #include <unistd.h>
 
 namespace kvscope::gpu::detail::cpu {
@@ -51,6 +52,41 @@ double seconds(std::chrono::steady_clock::time_point t0) {
 
 std::string mib(std::int64_t bytes) {
     return std::to_string(bytes >> 20) + " MiB";
+}
+
+/// Bytes of [p, p + n) the kernel backs with transparent huge pages (/proc/self/smaps'
+/// AnonHugePages of the mappings that overlap it; a mapping partly outside counts in full, so
+/// the share is clamped); -1 where smaps cannot be read.
+std::int64_t hugePageBytes(const void* p, std::int64_t n) {
+    std::ifstream f("/proc/self/smaps");
+    if (!f)
+        return -1;
+    const auto lo = reinterpret_cast<std::uintptr_t>(p), hi = lo + std::uintptr_t(n);
+    std::int64_t sum = 0;
+    bool inside = false;
+    for (std::string line; std::getline(f, line);) {
+        std::uintptr_t a = 0, b = 0;
+        char dash = 0;
+        std::istringstream head(line);
+        if (head >> std::hex >> a >> dash >> b && dash == '-') {
+            inside = a < hi && b > lo;
+            continue;
+        }
+        if (inside && line.rfind("AnonHugePages:", 0) == 0)
+            sum += std::stoll(line.substr(14)) << 10;
+    }
+    return std::min(sum, n);
+}
+
+/// ", 2 MiB pages over N%" of the read buffer, or ", 4 KiB pages" where it got none; empty where
+/// that cannot be told.
+std::string pageNote(const void* p, std::int64_t n) {
+    const std::int64_t huge = hugePageBytes(p, n);
+    if (huge < 0 || n <= 0)
+        return {};
+    if (huge == 0)
+        return ", 4 KiB pages";
+    return ", 2 MiB pages over " + std::to_string(100 * huge / n) + "%";
 }
 
 } // namespace
@@ -190,8 +226,8 @@ void CeilingMeter::measureDram(Ceilings& c, const Progress& progress) {
     c.readBytesPerSecond = win.value;
     c.readKernel = reads_[win.kernel].name + " on " + std::to_string(win.threads) +
                    " threads (best of " + std::to_string(rankedReads_.size()) +
-                   " read kernels x thread counts over " + mib(bufferBytes_) + ", LLC " +
-                   mib(llc_) + ")";
+                   " read kernels x thread counts over " + mib(bufferBytes_) +
+                   pageNote(buffer_.data, bufferBytes_) + ", LLC " + mib(llc_) + ")";
 }
 
 /// Best bytes/s of the kernels without prefetch on data that stays in one cache level.
