@@ -71,17 +71,14 @@ readRows(const std::uint8_t* k, const std::uint8_t* v, std::int64_t bytes) {
     return sum;
 }
 
-/// The engine's buffers (2 MiB pages from 2 MiB on, as the engine reads its KV), or nothing on
-/// failure (the run stops).
-struct AlignedBytes {
-    kvscope::gpu::detail::cpu::Buffer b;
-    std::uint8_t* p = nullptr;
+/// The engine's buffers (2 MiB pages from 2 MiB on, as the engine reads its KV); the run stops
+/// when one cannot be had.
+struct AlignedBytes : kvscope::gpu::detail::cpu::Buffer {
     explicit AlignedBytes(std::size_t n) {
-        if (!b.allocate(n)) {
+        if (!allocate(n)) {
             std::fprintf(stderr, "out of memory allocating %zu bytes\n", n);
             std::exit(1);
         }
-        p = b.data;
     }
 };
 
@@ -152,7 +149,7 @@ int main(int argc, char** argv) {
     std::vector<std::pair<const std::uint8_t*, std::unique_ptr<AlignedBytes>>> pairedCopies;
     const auto addPairedCopy = [&](const std::uint8_t* v, std::int64_t tokens) {
         auto c = std::make_unique<AlignedBytes>(std::size_t(tokens * shape.rowBytes));
-        kvscope::gpu::detail::cpu::pairRows(v, c->p, tokens, shape.valueDim, elementBytes);
+        kvscope::gpu::detail::cpu::pairRows(v, c->data, tokens, shape.valueDim, elementBytes);
         pairedCopies.emplace_back(v, std::move(c));
     };
     using Run = std::function<void(int, const std::uint8_t*, const std::uint8_t*, std::int64_t)>;
@@ -170,7 +167,7 @@ int main(int argc, char** argv) {
         {"B", [&](int t, const std::uint8_t* k, const std::uint8_t* v, std::int64_t n) {
              for (const auto& [plain, paired] : pairedCopies)
                  if (v == plain)
-                     v = paired->p;
+                     v = paired->data;
              abRunB(shape, q[size_t(t)].data(), k, v, n, out[size_t(t)].data(),
                     lse[size_t(t)].data(), scratch[1][t]);
          }}};
@@ -180,13 +177,13 @@ int main(int argc, char** argv) {
     AlignedBytes kL2(std::size_t(l2Tokens * shape.rowBytes)),
         vL2(std::size_t(l2Tokens * shape.rowBytes));
     const std::int64_t l2Elems = l2Tokens * shape.keyDim;
-    fill(kL2.p, l2Elems, shape.dtype, 1, kvscope::gpu::num::kKey);
-    fill(vL2.p, l2Elems, shape.dtype, 1, kvscope::gpu::num::kValue);
+    fill(kL2.data, l2Elems, shape.dtype, 1, kvscope::gpu::num::kKey);
+    fill(vL2.data, l2Elems, shape.dtype, 1, kvscope::gpu::num::kValue);
     if (shape.pairedValuesB)
-        addPairedCopy(vL2.p, l2Tokens);
-    variants[1].second(0, kL2.p, vL2.p, l2Tokens);
+        addPairedCopy(vL2.data, l2Tokens);
+    variants[1].second(0, kL2.data, vL2.data, l2Tokens);
     const std::vector<float> outA = out[0];
-    variants[2].second(0, kL2.p, vL2.p, l2Tokens);
+    variants[2].second(0, kL2.data, vL2.data, l2Tokens);
     double diff = 0, top = 0;
     for (std::size_t i = 0; i < outA.size(); ++i) {
         diff = std::max(diff, double(std::fabs(outA[i] - out[0][i])));
@@ -199,7 +196,7 @@ int main(int argc, char** argv) {
             for (int v = 1; v <= 2; ++v) {
                 const double a = threadNs();
                 for (int i = done; i < std::min(profile, done + 10); ++i)
-                    variants[std::size_t(v)].second(0, kL2.p, vL2.p, l2Tokens);
+                    variants[std::size_t(v)].second(0, kL2.data, vL2.data, l2Tokens);
                 ns[v - 1] += threadNs() - a;
             }
         std::printf("K/V in L2, one thread: A %.1f, B %.1f ns per token (B / A %.3f)\n",
@@ -216,8 +213,8 @@ int main(int argc, char** argv) {
         kD.push_back(std::make_unique<AlignedBytes>(std::size_t(segments * segBytes)));
         vD.push_back(std::make_unique<AlignedBytes>(std::size_t(segments * segBytes)));
         const std::int64_t elems = segments * segment * shape.keyDim;
-        fill(kD.back()->p, elems, shape.dtype, 3u + unsigned(t), kvscope::gpu::num::kKey);
-        fill(vD.back()->p, elems, shape.dtype, 3u + unsigned(t), kvscope::gpu::num::kValue);
+        fill(kD.back()->data, elems, shape.dtype, 3u + unsigned(t), kvscope::gpu::num::kKey);
+        fill(vD.back()->data, elems, shape.dtype, 3u + unsigned(t), kvscope::gpu::num::kValue);
     }
     const std::size_t nv = variants.size();
     std::vector<double> cpuNs(nv), ratioBA;
@@ -226,7 +223,7 @@ int main(int argc, char** argv) {
         std::vector<double> c;
         for (int i = 0; i < 40; ++i) {
             const double a = threadNs();
-            variants[v].second(0, kL2.p, vL2.p, l2Tokens);
+            variants[v].second(0, kL2.data, vL2.data, l2Tokens);
             c.push_back((threadNs() - a) / double(l2Tokens));
         }
         cpuNs[v] = median(c, 0.0); // the fastest: the least disturbed
@@ -239,10 +236,10 @@ int main(int argc, char** argv) {
     for (int t = 0; t < threads; ++t) {
         kL2t.push_back(std::make_unique<AlignedBytes>(std::size_t(l2Tokens * shape.rowBytes)));
         vL2t.push_back(std::make_unique<AlignedBytes>(std::size_t(l2Tokens * shape.rowBytes)));
-        std::memcpy(kL2t.back()->p, kL2.p, std::size_t(l2Tokens * shape.rowBytes));
-        std::memcpy(vL2t.back()->p, vL2.p, std::size_t(l2Tokens * shape.rowBytes));
+        std::memcpy(kL2t.back()->data, kL2.data, std::size_t(l2Tokens * shape.rowBytes));
+        std::memcpy(vL2t.back()->data, vL2.data, std::size_t(l2Tokens * shape.rowBytes));
         if (shape.pairedValuesB)
-            addPairedCopy(vL2t.back()->p, l2Tokens);
+            addPairedCopy(vL2t.back()->data, l2Tokens);
     }
     std::vector<double> bothNs(nv);
     for (std::size_t v = 0; v < nv; ++v) {
@@ -253,7 +250,7 @@ int main(int argc, char** argv) {
                 std::vector<double> c;
                 for (int i = 0; i < 40; ++i) {
                     const double a = wallNs();
-                    variants[v].second(t, kL2t[size_t(t)]->p, vL2t[size_t(t)]->p, l2Tokens);
+                    variants[v].second(t, kL2t[size_t(t)]->data, vL2t[size_t(t)]->data, l2Tokens);
                     c.push_back((wallNs() - a) / double(l2Tokens));
                 }
                 per[size_t(t)] = median(c);
@@ -275,7 +272,7 @@ int main(int argc, char** argv) {
             pool.parallelFor(threads, [&](std::int64_t t) {
                 for (int s = 0; s < perRound; ++s) {
                     const std::int64_t at = (cursor + s) % segments * segBytes;
-                    variants[v].second(int(t), kD[size_t(t)]->p + at, vD[size_t(t)]->p + at,
+                    variants[v].second(int(t), kD[size_t(t)]->data + at, vD[size_t(t)]->data + at,
                                        segment);
                 }
             });

@@ -1,12 +1,14 @@
-// 64-byte aligned byte buffers that never throw: allocate() reports failure.
+// Aligned byte buffers that never throw (allocate() reports failure): 64-byte aligned, and
+// from 2 MiB on in transparent huge pages.
 #pragma once
+
+#include "gpu/cpu/switches.h"
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <new>
-#include <string_view>
 #include <vector>
 
 #if defined(__linux__)
@@ -21,10 +23,7 @@ constexpr std::size_t kHugePage = std::size_t(2) << 20;
 /// pages unless KVSCOPE_CPU_HUGEPAGES=0 (A/B): the kernels and the ceilings that bound them read
 /// the same kind of memory.
 inline bool hugePagesEnabled() {
-    static const bool on = [] {
-        const char* e = std::getenv("KVSCOPE_CPU_HUGEPAGES");
-        return !(e && std::string_view(e) == "0");
-    }();
+    static const bool on = cpuSwitchOn("KVSCOPE_CPU_HUGEPAGES");
     return on;
 }
 

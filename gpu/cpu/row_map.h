@@ -3,10 +3,10 @@
 // portable kernels share it, and the portable kernel builds for any x86-64 or other CPU.
 #pragma once
 
+#include "gpu/cpu/switches.h"
+
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 
 namespace kvscope::gpu::detail::cpu {
 
@@ -207,11 +207,6 @@ struct GatherPlan {
         return g;
     }
 };
-/// An A/B switch of the CPU kernels: on unless the environment variable is "0".
-inline bool cpuSwitchOn(const char* name) {
-    const char* e = std::getenv(name);
-    return !(e && std::strcmp(e, "0") == 0);
-}
 inline bool gatherEnabled() {
     static const bool on = cpuSwitchOn("KVSCOPE_CPU_GATHER");
     return on;
