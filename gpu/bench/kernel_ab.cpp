@@ -115,6 +115,14 @@ int main(int argc, char** argv) {
                   : kv == "fp16" ? KvDtype::Fp16
                   : kv == "fp32" ? KvDtype::Fp32
                                  : KvDtype::Bf16;
+    // The kernels read V in token pairs only for streams of 16k rows of 128-wide values in bf16
+    // or fp8 (bf16PairedValues); B would otherwise refuse every call and time nothing.
+    if (shape.pairedValuesB &&
+        (shape.rows % 16 != 0 || shape.mla || kv == "fp16" || kv == "fp32")) {
+        std::fprintf(stderr, "--paired-values: needs --rows a multiple of 16, no --mla, and bf16 "
+                             "or fp8 KV\n");
+        return 2;
+    }
     shape.keyDim = shape.mla ? 576 : 128;
     shape.valueDim = shape.mla ? 512 : 128;
     const int elementBytes = kvscope::gpu::kvBytesPerElement(shape.dtype);
