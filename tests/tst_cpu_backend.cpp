@@ -3,6 +3,7 @@
 #include "decode_shapes.h"
 #include "gpu/backend.h"
 #include "gpu/cpu/amx_kernel.h"
+#include "gpu/cpu/portable_kernel.h"
 #include "gpu/engine.h"
 #include "gpu/measurement_json.h"
 #include "wrapped_engine.h"
@@ -370,6 +371,43 @@ private Q_SLOTS:
                      qPrintable(QStringLiteral("L2 %1 vs DRAM %2")
                                     .arg(c.l2ReadBytesPerSecond)
                                     .arg(c.readBytesPerSecond)));
+    }
+
+    /// The portable kernel narrowed to half the CPU's widest vectors (KVSCOPE_CPU_VECTOR) is
+    /// placed against the FMA chains of its own width: its peak is the best chain no wider
+    /// than it, and a compute-bound point on it stays under that peak.
+    void narrowVectorsHaveTheirOwnPeak() {
+        const int widest = detail::cpu::portableWidth();
+        if (widest < 8)
+            QSKIP("no vector width narrower than this CPU's widest but 4");
+        const int narrow = widest / 2;
+        const std::string prefix = narrow == 8 ? "fma-avx2-" : "fma-vec4-";
+        qputenv("KVSCOPE_CPU_VECTOR", QByteArray::number(narrow));
+        auto b = cpu();
+        const Ceilings c = b->measureCeilings();
+        const Measurement m = b->measure(gqa(32, 1, 128, 4096, 1, KvDtype::Fp16)); // MQA, I 32
+        qunsetenv("KVSCOPE_CPU_VECTOR");
+        QVERIFY2(c.ok, c.error.c_str());
+        double bestNarrow = 0;
+        for (const auto& f : c.peakFamily)
+            if (f.kernel.rfind("fma-", 0) == 0 && f.kernel.rfind("fma-avx512-", 0) != 0 &&
+                (narrow == 8 || f.kernel.rfind(prefix, 0) == 0))
+                bestNarrow = std::max(bestNarrow, f.value);
+        for (KvDtype d : {KvDtype::Fp16, KvDtype::Fp32}) {
+            const std::string& k = c.peakKernelFor.at(std::string(dtypeName(d)));
+            QVERIFY2(k.rfind("fma-", 0) == 0 && k.rfind("fma-avx512-", 0) != 0, k.c_str());
+            QCOMPARE(c.peakFor(d), bestNarrow);
+        }
+        QVERIFY2(c.peakKernel.find(std::to_string(narrow) + " lanes wide") != std::string::npos,
+                 c.peakKernel.c_str());
+        QVERIFY2(m.ok, m.error.c_str());
+        QVERIFY2(m.kernel.size() > 5 &&
+                     m.kernel.compare(m.kernel.size() - 5, 5, narrow == 8 ? "-avx2" : "-vec4") == 0,
+                 m.kernel.c_str());
+        const RoofPlacement r = placeOnRoof(m, m.readCeiling(), m.peakCeiling());
+        QVERIFY2(!r.aboveCeiling, qPrintable(QStringLiteral("%1 GFLOP/s against a roof of %2")
+                                                 .arg(m.flopPerSecond / 1e9)
+                                                 .arg(r.roof / 1e9)));
     }
 
     /// No measured point sits above its read ceiling (paired with its repeats) or its roof by

@@ -158,7 +158,7 @@ KVSCOPE_BF16_TARGET __attribute__((noinline)) float bf16DotBody(std::int64_t ite
 
 template <int W, int C> void addFma(std::vector<ComputeKernel>& out) {
     out.push_back({std::string("fma-") + widthName(W) + "-c" + std::to_string(C),
-                   &Width<W>::template fma<C>, 2.0 * C * W, ComputeUnit::Fma});
+                   &Width<W>::template fma<C>, 2.0 * C * W, ComputeUnit::Fma, W});
 }
 
 } // namespace

@@ -37,6 +37,7 @@ struct ComputeKernel {
     ComputeFn fn = nullptr;
     double flopsPerIteration = 0;
     ComputeUnit unit = ComputeUnit::Fma;
+    int width = 0; ///< fp32 lanes of an FMA chain's vectors (16, 8, 4); 0 for the other units
 };
 
 /// fp32 FMA chains per vector width, vdpbf16ps chains where the CPU has AVX512_BF16, and a

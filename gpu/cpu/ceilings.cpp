@@ -2,6 +2,7 @@
 
 #include "gpu/cpu/amx_kernel.h"
 #include "gpu/cpu/bf16_kernel.h"
+#include "gpu/cpu/portable_kernel.h"
 
 #include <algorithm>
 #include <chrono>
@@ -250,11 +251,13 @@ void CeilingMeter::measurePeaks(Ceilings& c) {
     const std::int64_t iterations = 2'000'000;
     double* best = best_;
     std::fill(best_, best_ + 3, 0.0);
+    peaks_.assign(computes_.size(), 0.0);
     for (std::size_t i = 0; i < computes_.size(); ++i) {
         // A tdpbf16ps iteration is 1024 vdpbf16ps worth of work: fewer of them.
         const bool amx = computes_[i].unit == ComputeUnit::Amx;
         const double v = timeCompute(computes_[i], amx ? iterations / 16 : iterations, 3);
         c.peakFamily.push_back({computes_[i].name, v});
+        peaks_[i] = v;
         const int u = int(computes_[i].unit);
         if (v > best[u])
             best[u] = v, winner_[u] = i;
@@ -262,13 +265,18 @@ void CeilingMeter::measurePeaks(Ceilings& c) {
     for (KvDtype d : {KvDtype::Bf16, KvDtype::Fp16, KvDtype::Fp8E4m3, KvDtype::Fp32}) {
         const std::string key(dtypeName(d));
         const std::size_t w = winnerFor(d);
-        c.peakFlopPerSecond[key] = best[int(computes_[w].unit)];
+        c.peakFlopPerSecond[key] = peaks_[w];
         c.peakKernelFor[key] = computes_[w].name;
     }
+    const std::size_t fma = winnerFor(KvDtype::Fp16);
     c.peakKernel = "best of " + std::to_string(computes_.size()) + " chain kernels on " +
-                   std::to_string(pool_.size()) +
-                   " threads: " + computes_[winnerFor(KvDtype::Fp16)].name + " for fp16/fp32 KV, " +
-                   computes_[winnerFor(KvDtype::Bf16)].name + " for bf16/fp8 KV" +
+                   std::to_string(pool_.size()) + " threads: " + computes_[fma].name +
+                   " for fp16/fp32 KV" +
+                   (fma != winner_[int(ComputeUnit::Fma)]
+                        ? " (the portable kernel runs " + std::to_string(portableWidth()) +
+                              " lanes wide, by KVSCOPE_CPU_VECTOR)"
+                        : "") +
+                   ", " + computes_[winnerFor(KvDtype::Bf16)].name + " for bf16/fp8 KV" +
                    (kernelUnit(KvDtype::Bf16) == ComputeUnit::Fma
                         ? " (computed in fp32 on this CPU or by KVSCOPE_CPU_KERNEL)"
                         : "");
@@ -278,12 +286,29 @@ double CeilingMeter::unitPeak(ComputeUnit unit) const {
     return best_[int(unit)] > 0 ? best_[int(unit)] : best_[int(ComputeUnit::Fma)];
 }
 
-/// The winning chain kernel of the unit the dtype's kernel runs on (FMA if that unit was not
-/// measured).
-std::size_t CeilingMeter::winnerFor(KvDtype d) const {
-    const ComputeUnit u = kernelUnit(d);
+/// The fastest FMA chain no wider than the portable kernel's vectors: a kernel forced to AVX2
+/// on an AVX-512 CPU is placed against what AVX2 can compute, not against AVX-512's peak.
+std::size_t CeilingMeter::fmaWinner() const {
+    const int width = portableWidth();
+    std::size_t w = winner_[int(ComputeUnit::Fma)];
+    double best = -1;
+    for (std::size_t i = 0; i < computes_.size() && i < peaks_.size(); ++i)
+        if (computes_[i].unit == ComputeUnit::Fma && computes_[i].width <= width &&
+            peaks_[i] > best)
+            best = peaks_[i], w = i;
+    return w;
+}
+
+/// The winning chain kernel of a unit (the FMA one at the portable kernel's width; FMA's if the
+/// unit was not measured).
+std::size_t CeilingMeter::unitWinner(ComputeUnit u) const {
     const std::size_t w = winner_[int(u)];
-    return computes_[w].unit == u ? w : winner_[int(ComputeUnit::Fma)];
+    return u != ComputeUnit::Fma && computes_[w].unit == u ? w : fmaWinner();
+}
+
+/// The winning chain kernel of the unit the dtype's kernel runs on.
+std::size_t CeilingMeter::winnerFor(KvDtype d) const {
+    return unitWinner(kernelUnit(d));
 }
 
 Ceilings CeilingMeter::measure(const Progress& progress) {
@@ -357,8 +382,7 @@ bool CeilingMeter::spot(ComputeUnit unit, double pointBytes, double* read, doubl
             *kernel = reads_[r.kernel].name + " x" + std::to_string(r.threads);
         }
     }
-    const std::size_t w = winner_[int(unit)];
-    const ComputeKernel& k = computes_[computes_[w].unit == unit ? w : winner_[0]];
+    const ComputeKernel& k = computes_[unitWinner(unit)];
     *peak = timeCompute(k, k.unit == ComputeUnit::Amx ? 125'000 / 16 : 125'000, 16);
     return true;
 }

@@ -63,7 +63,7 @@ public:
                  std::string* readKernel);
 
     /// The winning chain kernel's FLOP/s of a unit in the last measure() (FMA's if the unit was
-    /// not measured).
+    /// not measured), at any vector width: the decode step's GEMMs run the widest.
     double unitPeak(ComputeUnit unit) const;
 
 private:
@@ -95,9 +95,12 @@ private:
     std::int64_t pieceCursor_ = 0;     // where the next paired piece starts
     std::vector<Ranked> rankedReads_;  // best first
     std::vector<Ranked> pieceKernels_; // read by spot() and piece(): see measureDram
+    std::size_t fmaWinner() const;
+    std::size_t unitWinner(ComputeUnit u) const;
     std::size_t winnerFor(KvDtype d) const;
     std::size_t winner_[3] = {0, 0, 0}; // per ComputeUnit
     double best_[3] = {0, 0, 0};
+    std::vector<double> peaks_; // FLOP/s of each chain kernel in the last measure()
     bool measured_ = false;
     std::vector<float> sink_;
 };
