@@ -183,6 +183,7 @@ private Q_SLOTS:
             row("gqa-40 S31", gqa(40, 1, 256, 31, 2, dt));
             row("mla h3 S47", mla(3, 47, 2, dt));
             row("mla h20 S70", mla(20, 70, 1, dt));
+            row("mla h12 S40", mla(12, 40, 1, dt)); // more rows than 4 or 8 lanes, narrow layout
             row("gqa-24 S300", gqa(24, 1, 128, 300, 1, dt)); // 64-token blocks (2 row groups)
             row("mla h16 S300", mla(16, 300, 1, dt));        // 2 gathered 128-token blocks, then 44
         };

@@ -10,11 +10,11 @@
 // Per 32-token tile (gathered from 8 sub-streams of the segment, row_map.h; the last tokens in
 // contiguous tiles), three phases run over all rows so independent rows overlap in the core:
 // scores, the online-softmax update, and O = alpha O + P V, several rows per pass. Two layouts:
-// below W query rows the lanes hold key elements (W / SR tokens of SR rows per transpose tree,
-// one softmax per row with a lazily moved reference maximum); from W rows on they hold query
-// rows (Q^T once per segment, broadcast key elements, a lane-wise softmax). The narrow layout
-// reads fp32 / fp16 / bf16 rows where they lie, converting as they load; the wide one decodes
-// each K tile to fp32 once for all rows (fp32 V is read where it lies). Arithmetic is fp32
+// below kWideRows query rows the lanes hold key elements (W / SR tokens of SR rows per transpose
+// tree, one softmax per row with a lazily moved reference maximum); from kWideRows rows on they
+// hold query rows (Q^T once per segment, broadcast key elements, a lane-wise softmax). The narrow
+// layout reads fp32 / fp16 / bf16 rows where they lie, converting as they load; the wide one
+// decodes each K tile to fp32 once for all rows (fp32 V is read where it lies). Arithmetic is fp32
 // throughout (P is not rounded).
 #if !defined(KVSCOPE_PK_TARGET) || !defined(KVSCOPE_PK_NS)
 #error "define KVSCOPE_PK_TARGET and KVSCOPE_PK_NS before including this header"
@@ -116,7 +116,13 @@ KVSCOPE_PK_INLINE void decodeTile(KvDtype dtype, const RowMap& src, std::int64_t
 /// than this (log2 units).
 constexpr float kRescaleLog2 = 8.0f;
 
-/// Register blocking per width. Narrow layout (fewer query rows than lanes): SR rows x W / SR
+/// Where the wide layout starts: 16 rows at every width. At 8 lanes, 8-15 rows in the narrow
+/// layout took 0.72-0.81 of the wide layout's time (kernel_ab, fp16 and fp32, g 8-12, MLA h 8)
+/// and 16 rows the same (0.99); at 4 lanes 4-12 rows took 0.94-1.02; at 16 lanes 16 rows in the
+/// narrow layout took 1.17.
+constexpr std::int64_t kWideRows = 16;
+
+/// Register blocking per width. Narrow layout (fewer than kWideRows query rows): SR rows x W / SR
 /// tokens of scores per transpose tree (SR K and SR q vectors loaded per W-wide chunk of the
 /// key, W FMAs on them). Wide layout (rows in lanes): TB2 tokens x 2 row vectors, or TB1
 /// tokens x 1, of scores per pass over the key (one broadcast key element per token, 2 or 1
@@ -224,7 +230,7 @@ template <int W> KVSCOPE_PK_INLINE void softmaxRow(std::int64_t n, std::int64_t 
     sc.l[std::size_t(r)] = sc.l[std::size_t(r)] * alpha + hsumW<W>(sum);
 }
 
-/// Wide layout, for streams with at least W query rows: Q transposed once per segment
+/// Wide layout, for streams with at least kWideRows query rows: Q transposed once per segment
 /// (qt[c][r], rows padded with zeros to rPad, a multiple of W), scores and probabilities
 /// token-major with the rows in lanes (s[t][r]), so the scores need no transpose tree and the
 /// softmax is lane-wise over tokens, one row per lane.
@@ -432,8 +438,9 @@ KVSCOPE_PK_INLINE void attendPortable(const Segment& sg, Scratch& sc) {
     static_assert(DK % W == 0 && DV % W == 0 && T % W == 0, "tile and pass shapes");
     const std::int64_t R = sg.rows;
     const bool shared = sg.values == sg.keys;
-    // Rows in lanes from W rows on; below that the lanes hold key elements (narrow layout).
-    const bool wide = R >= W;
+    // Rows in lanes from kWideRows rows on; below that the lanes hold key elements (narrow
+    // layout).
+    const bool wide = R >= kWideRows;
     const bool kDirect = readsKeysDirectly<W>(sg, wide);
     const bool vDirect = readsValuesDirectly<W>(sg, wide);
     const std::int64_t rPad = wide ? (R + W - 1) / W * W : R;
