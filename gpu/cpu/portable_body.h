@@ -190,9 +190,12 @@ KVSCOPE_PK_INLINE std::int64_t scoreAllRows(const float* q, std::int64_t r0, std
     return r0;
 }
 
-/// Online-softmax update of row r over the n valid scores of the tile in sc.s: one max per row
-/// and tile, a rescale only when the reference maximum moves; the probabilities go to sc.p.
-template <int W> KVSCOPE_PK_INLINE void softmaxRow(std::int64_t n, std::int64_t r, Scratch& sc) {
+/// Online-softmax update of row r over the n valid scores of the tile in sc.s (Partial: n < T,
+/// the lanes past it masked): a rescale only when the reference maximum moves, and the row's sum
+/// kept in W lanes (sc.lv) until the segment ends, so a tile does no horizontal reduction unless
+/// the maximum moves; the probabilities go to sc.p.
+template <int W, bool Partial>
+KVSCOPE_PK_INLINE void softmaxRowOf(std::int64_t n, std::int64_t r, Scratch& sc) {
     using F = typename Lanes<W>::F;
     constexpr std::int64_t T = kTileTokens;
     F iota;
@@ -203,31 +206,34 @@ template <int W> KVSCOPE_PK_INLINE void softmaxRow(std::int64_t n, std::int64_t 
     F s[T / W];
     F mx = minusInf;
     for (int b = 0; b < T / W; ++b) {
-        const F left = splatW<W>(float(n - b * W));
         s[b] = loadW<W>(sc.s.data() + r * T + b * W);
-        s[b] = iota < left ? s[b] : minusInf;
+        if constexpr (Partial)
+            s[b] = iota < splatW<W>(float(n - b * W)) ? s[b] : minusInf;
         mx = mx > s[b] ? mx : s[b];
     }
-    const float tileMax = hmaxW<W>(mx);
     // The reference maximum moves only when the tile passes it by more than kRescaleLog2
     // (lazy rescaling, as the AMX kernel: exact, since the sum uses the same reference and the
     // end divides it out; weights stay <= 2^kRescaleLog2), so most tiles skip the exp2.
     float& m = sc.m[std::size_t(r)];
+    float* lv = sc.lv.data() + r * W;
+    F sum = loadW<W>(lv);
     float alpha = 1.0f;
-    if (tileMax > m + kRescaleLog2) {
+    if (anyGreaterW<W>(mx, m + kRescaleLog2)) {
+        const float tileMax = hmaxW<W>(mx);
         alpha = std::exp2(m - tileMax); // 0 on the first tile
         m = tileMax;
+        sum *= alpha;
     }
     const float mNew = m;
-    F sum = F{};
     for (int b = 0; b < T / W; ++b) {
-        const F left = splatW<W>(float(n - b * W));
-        const F pb = iota < left ? exp2NegW<W>(s[b] - mNew) : F{};
+        F pb = exp2NegW<W>(s[b] - mNew);
+        if constexpr (Partial)
+            pb = iota < splatW<W>(float(n - b * W)) ? pb : F{};
         storeW<W>(sc.p.data() + r * T + b * W, pb);
         sum += pb;
     }
+    storeW<W>(lv, sum);
     sc.alpha[std::size_t(r)] = alpha;
-    sc.l[std::size_t(r)] = sc.l[std::size_t(r)] * alpha + hsumW<W>(sum);
 }
 
 /// Wide layout, for streams with at least kWideRows query rows: Q transposed once per segment
@@ -400,7 +406,10 @@ KVSCOPE_PK_INLINE void narrowTile(const Segment& sg, const TileRows& k, const Ti
     const std::int64_t R = sg.rows;
     scoreAllRows<W, DK, Blocking<W>::SR, S>(sg.q, 0, R, k, sc.s.data(), next);
     for (std::int64_t r = 0; r < R; ++r)
-        softmaxRow<W>(n, r, sc);
+        if (n == kTileTokens)
+            softmaxRowOf<W, false>(n, r, sc);
+        else
+            softmaxRowOf<W, true>(n, r, sc);
     pvRowsFrom<W, DV, Blocking<W>::template pvRows<S>(), S, int(kTileTokens)>(v, n, 0, R, 1, sc,
                                                                               next);
 }
@@ -450,6 +459,8 @@ KVSCOPE_PK_INLINE void attendPortable(const Segment& sg, Scratch& sc) {
     sc.acc.assign(std::size_t(R * DV), 0.0f);
     sc.m.assign(std::size_t(rPad), -std::numeric_limits<float>::infinity());
     sc.l.assign(std::size_t(rPad), 0.0f);
+    if (!wide)
+        sc.lv.assign(std::size_t(R * W), 0.0f);
     sc.s.resize(std::size_t(rPad * T));
     sc.p.resize(std::size_t(rPad * T));
     sc.alpha.resize(std::size_t(rPad));
@@ -499,6 +510,9 @@ KVSCOPE_PK_INLINE void attendPortable(const Segment& sg, Scratch& sc) {
             }
         next.finish();
     }
+    if (!wide)
+        for (std::int64_t r = 0; r < R; ++r)
+            sc.l[std::size_t(r)] = hsumW<W>(loadW<W>(sc.lv.data() + r * W));
     finishRows<DV>(sg, sc);
 }
 

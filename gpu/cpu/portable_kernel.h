@@ -35,6 +35,7 @@ struct Scratch {
     AlignedVector<float> k, v;  // the tile's K and V rows in fp32
     AlignedVector<float> acc;   // [rows][valueDim]
     AlignedVector<float> m, l;  // running max and sum per row
+    AlignedVector<float> lv;    // narrow layout: the sum per row in W lanes, [rows][W]
     AlignedVector<float> qt;    // wide layout: [keyDim][rows padded to the width]
     AlignedVector<float> s, p;  // scores, probabilities: [rows][tile], wide [tile][rows]
     AlignedVector<float> alpha; // [rows] rescale of this tile

@@ -58,6 +58,24 @@ template <int W> KVSCOPE_PK_INLINE float hmaxW(typename Lanes<W>::F v) {
     return reduceW<W, true>(v);
 }
 
+/// Whether any lane of v is greater than x: a compare and a mask test, not the log2 W levels of
+/// a reduction.
+template <int W> KVSCOPE_PK_INLINE bool anyGreaterW(typename Lanes<W>::F v, float x) {
+#if defined(__GNUC__) && defined(__x86_64__)
+    if constexpr (W == 16)
+        return _mm512_cmp_ps_mask(__m512(v), _mm512_set1_ps(x), _CMP_GT_OQ) != 0;
+    else if constexpr (W == 8)
+        return _mm256_movemask_ps(_mm256_cmp_ps(__m256(v), _mm256_set1_ps(x), _CMP_GT_OQ)) != 0;
+    else
+        return _mm_movemask_ps(_mm_cmpgt_ps(__m128(v), _mm_set1_ps(x))) != 0;
+#else
+    for (int i = 0; i < W; ++i)
+        if (v[i] > x)
+            return true;
+    return false;
+#endif
+}
+
 /// 2^x for x <= kRescaleLog2 (8) on W lanes: x = n + f, n truncated toward zero so f in (-1, 1),
 /// 2^f by a degree-7 Taylor polynomial of e^(f ln 2) (relative error < 2e-6), 2^n added to the
 /// exponent bits. Inputs below -125 give a value below 2^-125, which the softmax sums treat as
