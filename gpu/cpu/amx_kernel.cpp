@@ -62,10 +62,6 @@ namespace {
 
 using namespace amx;
 
-/// The reference maximum moves only when a block's maximum passes it by more than this
-/// (log2 units): weights stay <= 256, far inside fp32 and bf16 range.
-constexpr float kRescaleLog2 = 8.0f;
-
 /// Tokens per block: 32 (two score tiles, one P·V chunk), 64 for more than one group of 16 query
 /// rows, whose accumulator tiles are then loaded and stored once per two chunks, and 128 for
 /// MLA, whose 32 accumulator tiles per group (32 KiB, in L2 with the block's 64 KiB of V pairs)

@@ -180,9 +180,11 @@ scores8x2(const std::uint16_t* qa, const std::uint16_t* qb, const std::uint8_t* 
     return transposeSum16(part);
 }
 
-/// Online-softmax update of SR consecutive rows from their tile scores (sc.s): new running max,
-/// the rescale alpha of the old accumulators, bf16 probability pairs, and the sum of exactly
-/// those rounded probabilities. Several rows per call so their exp chains overlap.
+/// Online-softmax update of SR consecutive rows from their tile scores (sc.s): the running
+/// reference max (moved lazily: only when the tile passes it by more than kRescaleLog2, so most
+/// tiles need neither the max's reduction nor alpha's exp2), the rescale alpha of the old
+/// accumulators, bf16 probability pairs, and the sum of exactly those rounded probabilities.
+/// Several rows per call so their exp chains overlap.
 template <int SR>
 KVSCOPE_BF16_TARGET inline void softmaxRows(ScratchBf16& sc, std::int64_t r0, __mmask16 valid0,
                                             __mmask16 valid1) {
@@ -191,12 +193,22 @@ KVSCOPE_BF16_TARGET inline void softmaxRows(ScratchBf16& sc, std::int64_t r0, __
         const std::int64_t r = r0 + i;
         const __m512 s0 = _mm512_loadu_ps(sc.s.data() + r * T);
         const __m512 s1 = _mm512_loadu_ps(sc.s.data() + r * T + 16);
-        float* mRow = sc.mRow.data() + r * 16; // the running max in every lane
+        float* mRow = sc.mRow.data() + r * 16; // the reference max in every lane
         const __m512 mOld = _mm512_loadu_ps(mRow);
-        const __m512 mNew = _mm512_max_ps(mOld, broadcastMax(_mm512_max_ps(s0, s1)));
-        _mm512_storeu_ps(mRow, mNew);
-        const __m512 alpha = exp2Neg512(_mm512_sub_ps(mOld, mNew)); // ~0 on the first tile
-        sc.alpha[std::size_t(r)] = _mm512_cvtss_f32(alpha);
+        const __m512 top = _mm512_max_ps(s0, s1);
+        __m512 mNew = mOld;
+        float* l = sc.lVec.data() + r * 16;
+        __m512 sum = _mm512_loadu_ps(l);
+        float alpha = 1.0f;
+        if (_mm512_cmp_ps_mask(top, _mm512_add_ps(mOld, _mm512_set1_ps(kRescaleLog2)),
+                               _CMP_GT_OQ)) {
+            mNew = _mm512_max_ps(mOld, broadcastMax(top));
+            _mm512_storeu_ps(mRow, mNew);
+            const __m512 a = exp2Neg512(_mm512_sub_ps(mOld, mNew)); // ~0 on the first tile
+            alpha = _mm512_cvtss_f32(a);
+            sum = _mm512_mul_ps(sum, a);
+        }
+        sc.alpha[std::size_t(r)] = alpha;
         const __m512 p0 = _mm512_maskz_mov_ps(valid0, exp2Bf16Weights512(_mm512_sub_ps(s0, mNew)));
         const __m512 p1 = _mm512_maskz_mov_ps(valid1, exp2Bf16Weights512(_mm512_sub_ps(s1, mNew)));
         // bf16 pairs (token 2k low, 2k+1 high) and the same rounded values for the sum.
@@ -204,8 +216,7 @@ KVSCOPE_BF16_TARGET inline void softmaxRows(ScratchBf16& sc, std::int64_t r0, __
         __m512i pbits;
         std::memcpy(&pbits, &pb, sizeof pbits);
         _mm512_storeu_si512(sc.p.data() + r * T / 2, pbits);
-        float* l = sc.lVec.data() + r * 16;
-        _mm512_storeu_ps(l, addBf16Pairs(_mm512_mul_ps(_mm512_loadu_ps(l), alpha), pb));
+        _mm512_storeu_ps(l, addBf16Pairs(sum, pb));
     }
 }
 

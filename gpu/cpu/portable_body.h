@@ -112,10 +112,6 @@ KVSCOPE_PK_INLINE void decodeTile(KvDtype dtype, const RowMap& src, std::int64_t
         decodeRow(dtype, src.row(int(i)), dst + i * N, N);
 }
 
-/// The narrow layout's reference maximum moves only when a tile's maximum passes it by more
-/// than this (log2 units).
-constexpr float kRescaleLog2 = 8.0f;
-
 /// Where the wide layout starts: 16 rows at every width. At 8 lanes, 8-15 rows in the narrow
 /// layout took 0.72-0.81 of the wide layout's time (kernel_ab, fp16 and fp32, g 8-12, MLA h 8)
 /// and 16 rows the same (0.99); at 4 lanes 4-12 rows took 0.94-1.02; at 16 lanes 16 rows in the

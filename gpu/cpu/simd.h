@@ -33,3 +33,12 @@
 #endif
 
 #define KVSCOPE_INLINE inline __attribute__((always_inline))
+
+namespace kvscope::gpu::detail::cpu {
+/// The online softmax of the AMX kernel, of the bf16 kernel's rows and of the portable kernel's
+/// narrow layout moves its reference maximum only when a tile's maximum passes it by more than
+/// this (log2 units; FlashAttention-4's lazy rescaling: exact, since the sum uses the same
+/// reference and the end divides it out): weights stay <= 256, far inside fp32 and bf16 range,
+/// and most tiles need neither the maximum's reduction nor alpha's exp2.
+constexpr float kRescaleLog2 = 8.0f;
+} // namespace kvscope::gpu::detail::cpu
