@@ -175,17 +175,22 @@ private Q_SLOTS:
     /// one stream split across threads (S 8191: 8 splits merged by log-sum-exp), batches of 3,
     /// and runs of full blocks (S 8191, S 300), whose V the AMX kernel interleaves one block
     /// ahead.
-    /// fp16 and fp32 KV always take the portable kernel.
+    /// fp16 and fp32 KV always take the portable kernel. The vdpbf16ps kernel's row streams and
+    /// the portable kernel also read gathered tiles (KVSCOPE_CPU_GATHER=1; a check alone reads
+    /// contiguous ones, a timed point whichever ran faster).
     void everyKernel_data() {
         QTest::addColumn<DecodeShape>("shape");
         QTest::addColumn<QByteArray>("kernel"); // KVSCOPE_CPU_KERNEL, empty: the default
         QTest::addColumn<int>("width");         // 0: the CPU's widest
-        auto rows = [](KvDtype dt, const QByteArray& kernel, int width) {
+        QTest::addColumn<bool>("gather");       // KVSCOPE_CPU_GATHER=1
+        auto rows = [](KvDtype dt, const QByteArray& kernel, int width, bool gather = false) {
             const std::string n = std::string(dtypeName(dt)) + " " +
                                   (kernel.isEmpty() ? std::string("auto") : kernel.toStdString()) +
-                                  (width ? " x" + std::to_string(width) : std::string());
+                                  (width ? " x" + std::to_string(width) : std::string()) +
+                                  (gather ? " gathered" : "");
             auto row = [&](const char* name, const DecodeShape& s) {
-                QTest::newRow((std::string(name) + " " + n).c_str()) << s << kernel << width;
+                QTest::newRow((std::string(name) + " " + n).c_str())
+                    << s << kernel << width << gather;
             };
             row("gqa-5 S1", gqa(10, 2, 64, 1, 1, dt));
             row("gqa-8 S17", gqa(16, 2, 128, 17, 1, dt));
@@ -206,19 +211,27 @@ private Q_SLOTS:
         for (int width : {16, 8, 4})
             for (KvDtype dt : {KvDtype::Bf16, KvDtype::Fp8E4m3, KvDtype::Fp16, KvDtype::Fp32})
                 rows(dt, "fp32", width);
+        for (KvDtype dt : {KvDtype::Bf16, KvDtype::Fp8E4m3})
+            rows(dt, "bf16dot", 0, true);
+        for (KvDtype dt : {KvDtype::Fp16, KvDtype::Fp32})
+            rows(dt, "fp32", 0, true);
     }
     void everyKernel() {
         QFETCH(DecodeShape, shape);
         QFETCH(QByteArray, kernel);
         QFETCH(int, width);
+        QFETCH(bool, gather);
         if (!kernel.isEmpty())
             qputenv("KVSCOPE_CPU_KERNEL", kernel);
         if (width)
             qputenv("KVSCOPE_CPU_VECTOR", QByteArray::number(width));
+        if (gather)
+            qputenv("KVSCOPE_CPU_GATHER", "1");
         auto b = cpu();
         const Measurement m = b->selfCheck(shape);
         qunsetenv("KVSCOPE_CPU_KERNEL");
         qunsetenv("KVSCOPE_CPU_VECTOR");
+        qunsetenv("KVSCOPE_CPU_GATHER");
         QVERIFY2(m.ok, m.error.c_str());
         QVERIFY(m.maxRelError <= errorBoundFor(shape.dtype));
         // Not vacuous: 16-bit outputs of a mix of tokens are not exact (S 1 copies one row).
@@ -230,7 +243,14 @@ private Q_SLOTS:
                    m.kernel.compare(m.kernel.size() - std::strlen(suffix), std::string::npos,
                                     suffix) == 0;
         };
-        if (kernel == "fp32" || !bf16Family) {
+        // Gathered tiles where the kernel reads them: every portable stream, the vdpbf16ps
+        // kernel's streams that score in rows (not 8 rows in half lanes or 16k in lanes).
+        const bool portable = kernel == "fp32" || !bf16Family;
+        const bool rowStream = rows % 16 != 0 && rows != 8;
+        QCOMPARE(m.kernel.find("-gathered-") != std::string::npos,
+                 gather && (portable || (kernel == "bf16dot" && rowStream &&
+                                         detail::cpuFp8VectorMismatch() != -2)));
+        if (portable) {
             QVERIFY2(!ran("-bf16dot") && !ran("-amx"), m.kernel.c_str());
             // The width that ran: the one asked for, or narrower on a CPU without it.
             const int ranWidth = lanesNamed(m.kernel.substr(m.kernel.rfind('-') + 1));

@@ -375,18 +375,35 @@ private Q_SLOTS:
     /// iterations and 6 P·V calls of 16; from the second tile on, the pairs handed out follow
     /// the units done to within one, never more than one pair per iteration, each line once and
     /// in order. MLA's shared K/V tile (576 lines) goes out as pairs of K lines (here over calls
-    /// of twice the iterations, so that one pair per iteration keeps up).
+    /// of twice the iterations, so that one pair per iteration keeps up). A gathered tile (8
+    /// runs of 4 tokens, 8 KiB apart here) goes out round the runs: line j of the order is line
+    /// j / 8 of run j % 8.
     void spreadTilePacesTheNextTile_data() {
         QTest::addColumn<bool>("shared");
-        QTest::newRow("gqa") << false;
-        QTest::newRow("mla") << true;
+        QTest::addColumn<bool>("gathered");
+        QTest::newRow("gqa") << false << false;
+        QTest::newRow("mla") << true << false;
+        QTest::newRow("gqa gathered") << false << true;
+        QTest::newRow("mla gathered") << true << true;
     }
     void spreadTilePacesTheNextTile() {
         QFETCH(bool, shared);
+        QFETCH(bool, gathered);
         using namespace detail::cpu;
         const int rowBytes = shared ? 1152 : 256, lines = 32 * rowBytes / 64;
-        std::vector<std::uint8_t> k(std::size_t(32 * rowBytes)), v(k.size());
-        const NextTile nt{k.data(), shared ? k.data() : v.data(), lines, shared};
+        const std::int64_t runStride = gathered ? 8192 + 4 * rowBytes : 0;
+        std::vector<std::uint8_t> k(std::size_t(gathered ? 8 * runStride : 32 * rowBytes)),
+            v(k.size());
+        NextTile nt{k.data(), shared ? k.data() : v.data(), lines, shared};
+        if (gathered) {
+            nt.shift = 3;
+            nt.kRunStride = nt.vRunStride = runStride;
+        }
+        // Line q of K (or V) in the order it goes out.
+        const auto expected = [&](const std::vector<std::uint8_t>& base, int q) {
+            return gathered ? base.data() + (q % 8) * runStride + (q / 8) * 64
+                            : base.data() + 64 * q;
+        };
         const int pairs = shared ? lines / 2 : lines;
         const int scale = shared ? 2 : 1;
         const std::vector<int> calls = {32 * scale, 32 * scale, 32 * scale, 16 * scale, 16 * scale,
@@ -402,8 +419,8 @@ private Q_SLOTS:
                 st.take(u, b);
                 QVERIFY(b.n >= 0 && b.n <= u);
                 for (int i = 0; i < b.n; ++i) {
-                    seen.push_back(b.a + i * b.step);
-                    seen.push_back(b.b + i * b.step);
+                    seen.push_back(b.lineA(i));
+                    seen.push_back(b.lineB(i));
                 }
                 units += u;
                 if (tile > 0)
@@ -417,9 +434,9 @@ private Q_SLOTS:
                 continue;
             QCOMPARE(int(seen.size()), 2 * pairs);
             for (int j = 0; j < pairs; ++j) {
-                QCOMPARE(seen[std::size_t(2 * j)], k.data() + (shared ? 128 : 64) * j);
+                QCOMPARE(seen[std::size_t(2 * j)], expected(k, shared ? 2 * j : j));
                 QCOMPARE(seen[std::size_t(2 * j + 1)],
-                         shared ? k.data() + 128 * j + 64 : v.data() + 64 * j);
+                         shared ? expected(k, 2 * j + 1) : expected(v, j));
             }
         }
     }

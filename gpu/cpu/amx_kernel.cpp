@@ -422,8 +422,9 @@ KVSCOPE_AMX_TARGET void attendAmxImpl(const SegmentBf16& sg, ScratchAmx& sc) {
     // streams read in step, each a short prefetch distance ahead (NextBlock). MLA, or with
     // KVSCOPE_CPU_SPREAD=0: gathered blocks first (16 K and 16 V streams in step, row_map.h's
     // gatherPlan), then the rest of the segment in contiguous blocks.
-    const GatherPlan gp = spread && !mla ? GatherPlan::contiguous(kBlock, kAmxGatherShift)
-                                         : gatherPlan(sg, kBlock, kAmxGatherShift);
+    const GatherPlan gp = (spread && !mla) || !gatherEnabled()
+                              ? GatherPlan::contiguous(kBlock, kAmxGatherShift)
+                              : gatherPlan(sg, kBlock, kAmxGatherShift);
     for (std::int64_t i = 0; i < gp.count(sg); ++i) {
         auto [k, v, n] = gp.tile(sg, i);
         bool vFp8 = fp8;

@@ -28,6 +28,15 @@
 #include <string>
 
 namespace kvscope::gpu::detail::cpu {
+
+/// Streams of 8 rows score and softmax in half lanes (scoresHalf, softmaxHalf) unless
+/// KVSCOPE_CPU_HALF=0 (A/B): against the transposed scores, paired on the AMD host (NOTES.md,
+/// "seventeenth session"): bf16 g 8 0.87 in L2, 0.90 from DRAM; fp8 g 8 0.92; MLA h 8 0.94.
+inline bool halfLanesEnabled() {
+    static const bool on = cpuSwitchOn("KVSCOPE_CPU_HALF");
+    return on;
+}
+
 #if KVSCOPE_HAVE_BF16_KERNEL
 namespace {
 
@@ -63,8 +72,7 @@ KVSCOPE_BF16_TARGET inline __attribute__((always_inline)) __m512 transposeSum16(
 /// [row][pair] (pairStep 1).
 template <int RB, int DV, bool Lanes>
 KVSCOPE_BF16_TARGET inline void pvBlock(ScratchBf16& sc, std::int64_t r, std::int64_t pairStep,
-                                        const std::uint8_t* v0, std::int64_t stride, int pairs,
-                                        SpreadTile& next) {
+                                        const RowMap& v, int pairs, SpreadTile& next) {
     constexpr int NVC = DV / 16;
     constexpr int CB = 16 / RB < NVC ? 16 / RB : NVC; // output vectors per pass (even)
     constexpr std::int64_t rowStep = Lanes ? 1 : kBf16Tile / 2;
@@ -76,10 +84,10 @@ KVSCOPE_BF16_TARGET inline void pvBlock(ScratchBf16& sc, std::int64_t r, std::in
             for (int j = 0; j < CB; ++j)
                 o[rb][j] = _mm512_mul_ps(_mm512_loadu_ps(acc + (r + rb) * DV + (cb + j) * 16), al);
         }
-        const std::uint8_t* a = v0 + cb * 32;
         const std::uint32_t* p = sc.p.data() + r * rowStep;
-        for (int pr = 0; pr < pairs; ++pr, a += 2 * stride, p += pairStep) {
-            const std::uint8_t* b = a + stride; // row 2pr + 1
+        for (int pr = 0; pr < pairs; ++pr, p += pairStep) {
+            const std::uint8_t* a = v.row(2 * pr) + cb * 32;
+            const std::uint8_t* b = a + v.stride; // row 2pr + 1 (a pair never spans two groups)
             next.step();
             __m512i bc[RB];
             for (int rb = 0; rb < RB; ++rb)
@@ -341,7 +349,8 @@ KVSCOPE_BF16_TARGET void attendBf16Impl(const SegmentBf16& sg, ScratchBf16& sc) 
     if constexpr (Lanes) // rows in lanes and half lanes
         transposeQueries<DK>(sg, sc);
     const Fp8Decoder dec = sg.dtype != KvDtype::Bf16 ? fp8Decoder() : Fp8Decoder::Table;
-    const GatherPlan gp = GatherPlan::contiguous(T, kGatherShift);
+    const GatherPlan gp =
+        !Lanes && sg.gathered ? gatherPlan(sg, T) : GatherPlan::contiguous(T, kGatherShift);
     SpreadTile next;
     for (std::int64_t i = 0; i < gp.count(sg); ++i) {
         const GatherPlan::Tile at = gp.tile(sg, i);
@@ -377,25 +386,17 @@ KVSCOPE_BF16_TARGET void attendBf16Impl(const SegmentBf16& sg, ScratchBf16& sc) 
             // session").
             if constexpr (Lanes && DV > 256)
                 for (; r + 8 <= R; r += 8)
-                    pvBlock<8, DV, Lanes>(sc, r, pairStep, tr.v.base, tr.v.stride, pairs, next);
+                    pvBlock<8, DV, Lanes>(sc, r, pairStep, tr.v, pairs, next);
             for (; r + 4 <= R; r += 4)
-                pvBlock<4, DV, Lanes>(sc, r, pairStep, tr.v.base, tr.v.stride, pairs, next);
+                pvBlock<4, DV, Lanes>(sc, r, pairStep, tr.v, pairs, next);
             for (; r + 2 <= R; r += 2)
-                pvBlock<2, DV, Lanes>(sc, r, pairStep, tr.v.base, tr.v.stride, pairs, next);
+                pvBlock<2, DV, Lanes>(sc, r, pairStep, tr.v, pairs, next);
             for (; r < R; ++r)
-                pvBlock<1, DV, Lanes>(sc, r, pairStep, tr.v.base, tr.v.stride, pairs, next);
+                pvBlock<1, DV, Lanes>(sc, r, pairStep, tr.v, pairs, next);
         }
         next.finish();
     }
     finishRows<DV, Lanes>(sg, sc);
-}
-
-/// Streams of 8 rows score and softmax in half lanes (scoresHalf, softmaxHalf) unless
-/// KVSCOPE_CPU_HALF=0 (A/B): against the transposed scores, paired on the AMD host (NOTES.md,
-/// "seventeenth session"): bf16 g 8 0.87 in L2, 0.90 from DRAM; fp8 g 8 0.92; MLA h 8 0.94.
-inline bool halfLanesEnabled() {
-    static const bool on = cpuSwitchOn("KVSCOPE_CPU_HALF");
-    return on;
 }
 
 /// Whether a rows-in-lanes stream (rows a multiple of 16) runs P·V from V interleaved once per
@@ -473,6 +474,10 @@ int fp8VectorMismatch() {
     return -2;
 }
 #endif
+
+bool bf16TilePlanMatters(std::int64_t rows) {
+    return rows % 16 != 0 && !(rows == 8 && halfLanesEnabled());
+}
 
 bool bf16PairedValues(std::int64_t rows, std::int64_t valueDim) {
     static const bool on = cpuSwitchOn("KVSCOPE_CPU_PAIRED_V");

@@ -26,6 +26,10 @@ struct SegmentBf16 {
     // bf16PairedValues(rows, valueDim) says the kernel reads it; the bytes of a tile are the
     // same either way.
     bool valuesPaired = false;
+    // Full tiles gathered from 8 sub-streams of the segment (row_map.h's gatherPlan) rather than
+    // contiguous, by the streams that score in rows (not in lanes); the engine times both
+    // (CpuEngine::choosePlan) and bf16TilePlanMatters says where the choice applies.
+    bool gathered = false;
 };
 
 struct ScratchBf16 {
@@ -52,6 +56,9 @@ bool bf16DotEnabled();
 /// `rows` query rows: the rows-in-lanes P·V, which otherwise interleaves every tile's V into
 /// scratch first. KVSCOPE_CPU_PAIRED_V=0 turns it off (A/B).
 bool bf16PairedValues(std::int64_t rows, std::int64_t valueDim);
+/// Whether SegmentBf16::gathered changes how a stream of `rows` query rows is read: streams
+/// that score in rows do, rows in lanes and half lanes read contiguous tiles.
+bool bf16TilePlanMatters(std::int64_t rows);
 /// Runs the kernel for key/value widths 64/64, 128/128, 256/256 or 576/512; false for other
 /// widths, for paired values it does not take (or an odd t0 or token count with them), or when
 /// this build has no bf16 kernel.

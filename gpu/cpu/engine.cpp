@@ -12,6 +12,7 @@
 #include "gpu/cpu/decode.h"
 #include "gpu/cpu/inputs.h"
 #include "gpu/cpu/portable_kernel.h"
+#include "gpu/cpu/row_map.h"
 #include "gpu/cpu/thread_pool.h"
 #include "gpu/numerics.h"
 
@@ -110,6 +111,10 @@ public:
         const std::int64_t rows = s.batch * s.qHeads;
         partialOut_.assign(std::size_t(splits_ * outElems), 0.0f);
         partialLse_.assign(std::size_t(splits_ * rows), 0.0f);
+        if (auto e = choosePlan(sets); !e.empty()) {
+            release();
+            return e;
+        }
         return {};
     }
 
@@ -162,9 +167,11 @@ public:
         const std::string name = shape_.kind == Attention::Mla ? "cpu-mla-absorbed" : "cpu-gqa";
         if (amx_)
             return name + "-amx";
+        if (gathered_)
+            return name + "-gathered" + (bf16Dot_ ? "-bf16dot" : portableSuffix());
         if (bf16Dot_)
             return name + "-bf16dot";
-        return name + (width_ == 16 ? "-avx512" : width_ == 8 ? "-avx2" : "-vec4");
+        return name + portableSuffix();
     }
     int splits() const override { return splits_; }
 
@@ -184,6 +191,44 @@ private:
     struct InputSet {
         Buffer q, k, v;
     };
+
+    std::string portableSuffix() const {
+        return width_ == 16 ? "-avx512" : width_ == 8 ? "-avx2" : "-vec4";
+    }
+
+    /// Whether the shape's kernel reads tiles either contiguous or gathered (SegmentBf16 and
+    /// Segment::gathered): the portable kernel, and the vdpbf16ps kernel's streams that score
+    /// in rows; the AMX kernel reads its own blocks.
+    bool planMatters() const {
+        const std::int64_t rows =
+            shape_.kind == Attention::Mla ? shape_.qHeads : shape_.groupSize();
+        return !bf16Dot_ || (!amx_ && bf16TilePlanMatters(rows));
+    }
+
+    /// Contiguous or gathered tiles. Which reads faster from DRAM depends on the host: on the
+    /// AMD EPYC VM of NOTES.md ("sixteenth session") contiguous tiles with the next one
+    /// prefetched took 0.71-0.83 of gathered's time at bf16 g 1-2 (fp16 g 1 0.88); on the Intel
+    /// Xeon VM ("twenty-fourth session") gathered took 0.84 of contiguous's at bf16 g 1. So a
+    /// timed point (several input sets) runs both plans in turn on cold sets, before anything
+    /// else reads them, and keeps the faster; KVSCOPE_CPU_GATHER=0 or 1 forces one, and an
+    /// untimed check reads contiguous tiles.
+    std::string choosePlan(int sets) {
+        gathered_ = planMatters() && gatherForced() == 1;
+        if (!planMatters() || gatherForced() >= 0 || sets < 2)
+            return {};
+        double best[2] = {std::numeric_limits<double>::infinity(),
+                          std::numeric_limits<double>::infinity()};
+        constexpr int kOrder[] = {0, 1, 1, 0, 0, 1}; // either plan first as often
+        for (int i = 0; i < 6; ++i) {
+            gathered_ = kOrder[i] == 1;
+            double t = 0;
+            if (auto e = timeRun(i % sets, &t); !e.empty())
+                return e;
+            best[kOrder[i]] = std::min(best[kOrder[i]], t);
+        }
+        gathered_ = best[1] < best[0];
+        return {};
+    }
 
     /// Kernel, vector width and splits for the shape.
     std::string chooseKernel(const DecodeShape& s) {
@@ -318,6 +363,7 @@ private:
         sg.out = at.out;
         sg.lse = at.lse;
         sg.valuesPaired = pairedValues_;
+        sg.gathered = gathered_;
         if (amx_) {
             thread_local ScratchAmx scratch;
             attendAmx(sg, shape_.queryDim(), shape_.valueDim(), scratch); // widths checked earlier
@@ -350,6 +396,7 @@ private:
         sg.dtype = shape_.dtype;
         sg.out = at.out;
         sg.lse = at.lse;
+        sg.gathered = gathered_;
         thread_local Scratch scratch;
         portable_(sg, scratch); // widths checked in prepare()
     }
@@ -409,6 +456,7 @@ private:
     bool bf16Dot_ = false;
     bool amx_ = false;
     bool pairedValues_ = false; // V stored in token pairs (SegmentBf16::valuesPaired)
+    bool gathered_ = false;     // tiles gathered from sub-streams (choosePlan)
     int width_ = 4;             // the portable kernel's vector width
     PortableKernel portable_ = nullptr;
     std::vector<InputSet> sets_;

@@ -463,11 +463,12 @@ KVSCOPE_PK_INLINE void attendPortable(const Segment& sg, Scratch& sc) {
     if (wide)
         transposeQ<DK>(sg, rPad, sc);
     float* kf = sc.k.data();
-    // Contiguous tiles, the next one prefetched over this one's scores and P V (row_map.h's
-    // SpreadTile). Paired against tiles gathered from 8 sub-streams with the prefetch over the
-    // P V only, from DRAM on the AMD host of NOTES.md ("sixteenth session"): fp16 g 1 0.88,
-    // g 4 0.92, g 8 0.99, g 16 1.01, g 32 1.04; fp32 g 1 0.95, g 8 0.96, g 16 1.00.
-    const GatherPlan gp = GatherPlan::contiguous(int(T), kGatherShift);
+    // The next tile prefetched over this one's scores and P V (row_map.h's SpreadTile), the tiles
+    // contiguous or gathered as the engine chose. Contiguous paired against gathered with the
+    // prefetch over the P V only, from DRAM on the AMD host of NOTES.md ("sixteenth session"):
+    // fp16 g 1 0.88, g 4 0.92, g 8 0.99, g 16 1.01, g 32 1.04; fp32 g 1 0.95, g 8 0.96, g 16 1.00.
+    const GatherPlan gp =
+        sg.gathered ? gatherPlan(sg, int(T)) : GatherPlan::contiguous(int(T), kGatherShift);
     SpreadTile next;
     TileRows kr, vr;
     for (std::int64_t i = 0; i < gp.count(sg); ++i) {

@@ -28,6 +28,9 @@ struct Segment {
     KvDtype dtype;
     float* out; // [rows][valueDim], normalised
     float* lse; // [rows], log2 domain
+    // Full tiles gathered from 8 sub-streams of the segment (row_map.h's gatherPlan) rather than
+    // contiguous; the engine times both (CpuEngine::choosePlan).
+    bool gathered = false;
 };
 
 /// 64-byte aligned, so no vector load or store of a tile row splits over two cache lines.

@@ -46,26 +46,42 @@ inline void prefetchL1(const void* p) {
 /// The next tile's K and V, for a kernel to prefetch into L1 while this tile computes
 /// (SpreadTile): the next tile's loads then reach the memory at an even rate, instead of in a
 /// burst at its start that the hardware prefetchers had not run ahead of (NOTES.md, "eleventh
-/// session"). Only contiguous tiles are prefetched (GatherPlan::next), so each of K and V is one
-/// run of `lines` cache lines from its base. Empty (lines 0): nothing to prefetch.
+/// session"). Each of K and V is `lines` cache lines in 2^shift runs (a contiguous tile: one run
+/// from its base; a gathered one: a run per sub-stream, runStride bytes apart), taken round the
+/// runs: line q is line q >> shift of run q & (2^shift - 1), so a prefetch batch touches every
+/// sub-stream in step, as the tile's loads will. Empty (lines 0): nothing to prefetch.
 struct NextTile {
     const std::uint8_t *k = nullptr, *v = nullptr;
     int lines = 0;       // cache lines of the tile's K, and of its V
     bool shared = false; // V is K's first columns (MLA): its lines are K's
+    int shift = 0;       // 2^shift runs
+    std::int64_t kRunStride = 0, vRunStride = 0;
+    const std::uint8_t* kLine(int q) const {
+        return k + (q & ((1 << shift) - 1)) * kRunStride + std::int64_t(q >> shift) * 64;
+    }
+    const std::uint8_t* vLine(int q) const {
+        return v + (q & ((1 << shift) - 1)) * vRunStride + std::int64_t(q >> shift) * 64;
+    }
 };
 
 /// Some of the next tile's cache lines, handed to one compute call that prefetches two of them
 /// per iteration of its loop (issue(it) for it < n), so they reach the memory at the rate of its
-/// work rather than in a burst between calls: iteration it takes a + it step and b + it step (a K
-/// and a V line, or two K lines when V is K's).
+/// work rather than in a burst between calls: iteration it takes line pair first + it (a K and a
+/// V line, or two K lines when V is K's).
 struct LineBatch {
-    const std::uint8_t *a = nullptr, *b = nullptr;
-    std::int64_t step = 0;
-    int n = 0;
+    const NextTile* t = nullptr;
+    int first = 0, n = 0;
+    /// The two lines of iteration it.
+    const std::uint8_t* lineA(int it) const {
+        return t->kLine(t->shared ? 2 * (first + it) : first + it);
+    }
+    const std::uint8_t* lineB(int it) const {
+        return t->shared ? t->kLine(2 * (first + it) + 1) : t->vLine(first + it);
+    }
     void issue(int it) const {
         if (it < n) {
-            prefetchL1(a + it * step);
-            prefetchL1(b + it * step);
+            prefetchL1(lineA(it));
+            prefetchL1(lineB(it));
         }
     }
 };
@@ -123,16 +139,9 @@ private:
     /// The pairs from `pair` to `end`, handed out.
     LineBatch upTo(int end) {
         LineBatch b;
+        b.t = &next;
+        b.first = pair;
         b.n = std::max(0, end - pair);
-        if (next.shared) {
-            b.a = next.k + 128 * std::int64_t(pair);
-            b.b = b.a + 64;
-            b.step = 128;
-        } else {
-            b.a = next.k + 64 * std::int64_t(pair);
-            b.b = next.v + 64 * std::int64_t(pair);
-            b.step = 64;
-        }
         pair += b.n;
         return b;
     }
@@ -188,16 +197,22 @@ struct GatherPlan {
         return sg.t0 + (std::int64_t(1) << shift) * subLen;
     }
     /// Tile i + 1 to prefetch while tile i is computed: only where both are full (a partial
-    /// tile is staged row by row) and the next one is contiguous (gathered tiles are read by
-    /// the AMX kernel, which prefetches its own blocks).
+    /// tile is staged row by row). A gathered tile is prefetched as its 2^shift runs, a
+    /// contiguous one as one run.
     template <class Seg> NextTile next(const Seg& sg, std::int64_t i) const {
-        if (i + 1 >= count(sg) || i + 1 < tiles || tile(sg, i).n != tileRows)
+        if (i + 1 >= count(sg) || tile(sg, i).n != tileRows)
             return {};
         const Tile t = tile(sg, i + 1);
         if (t.n != tileRows)
             return {};
         const std::int64_t bytes = tileRows * std::max(sg.keyRowBytes, sg.valueRowBytes);
-        return {t.k.base, t.v.base, int((bytes + 63) / 64), sg.values == sg.keys};
+        NextTile nt{t.k.base, t.v.base, int((bytes + 63) / 64), sg.values == sg.keys};
+        if (i + 1 < tiles) {
+            nt.shift = shift;
+            nt.kRunStride = t.k.stride;
+            nt.vRunStride = t.v.stride;
+        }
+        return nt;
     }
     /// Every tile contiguous.
     static GatherPlan contiguous(int tileRows, int shift) {
@@ -207,17 +222,21 @@ struct GatherPlan {
         return g;
     }
 };
-inline bool gatherEnabled() {
-    static const bool on = cpuSwitchOn("KVSCOPE_CPU_GATHER");
-    return on;
+/// KVSCOPE_CPU_GATHER: "0" reads every tile and block contiguously (the AMX kernel's MLA blocks
+/// too), "1" makes the vdpbf16ps row kernels and the portable kernel gather without the engine's
+/// trial (CpuEngine::choosePlan); unset: the AMX kernel's MLA blocks gather, and the engine
+/// times both plans for the others. -1 when unset.
+inline int gatherForced() {
+    const char* e = std::getenv("KVSCOPE_CPU_GATHER"); // read each time: tests set it per row
+    return e ? int(std::strcmp(e, "0") != 0) : -1;
 }
+inline bool gatherEnabled() {
+    return gatherForced() != 0;
+}
+/// Gathered tiles for the segment (then its contiguous tail).
 template <class Seg>
 inline GatherPlan gatherPlan(const Seg& sg, int tileRows, int shift = kGatherShift) {
-    GatherPlan g;
-    g.tileRows = tileRows;
-    g.shift = shift;
-    if (!gatherEnabled())
-        return g;
+    GatherPlan g = GatherPlan::contiguous(tileRows, shift);
     g.tiles = (sg.t1 - sg.t0) / tileRows;
     g.subLen = g.tiles * (tileRows >> shift);
     return g;
