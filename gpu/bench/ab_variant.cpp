@@ -30,6 +30,14 @@ void AB_CAT(abFreeScratch, AB_VARIANT)(AbScratch* s) {
 namespace {
 
 using kvscope::gpu::KvDtype;
+#define AB_STR2(x) #x
+#define AB_STR(x) AB_STR2(x)
+constexpr bool kVariantB = std::string_view(AB_STR(AB_VARIANT)) == "B";
+/// Segment(Bf16)::gathered where the tree has it (A's tree may predate it).
+template <class Segment> void setGathered(Segment& sg, bool on) {
+    if constexpr (requires { sg.gathered; })
+        sg.gathered = on;
+}
 
 /// The portable kernel on fp16 / fp32 KV; q pre-scaled as the engine does (scale · log2 e).
 void runPortable(const AbShape& shape, const std::uint16_t* q, const std::uint8_t* k,
@@ -40,19 +48,20 @@ void runPortable(const AbShape& shape, const std::uint16_t* q, const std::uint8_
     for (std::size_t i = 0; i < s->q.size(); ++i)
         s->q[i] = kvscope::gpu::num::bf16ToFloat(q[i]) * scale;
     const std::int64_t rowBytes = shape.rowBytes;
-    const Segment sg{s->q.data(),
-                     shape.rows,
-                     shape.keyDim,
-                     shape.valueDim,
-                     k,
-                     shape.mla ? k : v,
-                     rowBytes,
-                     rowBytes,
-                     0,
-                     tokens,
-                     shape.dtype,
-                     out,
-                     lse};
+    Segment sg{s->q.data(),
+               shape.rows,
+               shape.keyDim,
+               shape.valueDim,
+               k,
+               shape.mla ? k : v,
+               rowBytes,
+               rowBytes,
+               0,
+               tokens,
+               shape.dtype,
+               out,
+               lse};
+    setGathered(sg, kVariantB ? shape.gatheredB : shape.gatheredA);
     portableKernel(portableWidth(), shape.keyDim, shape.valueDim)(sg, s->portable);
 }
 
@@ -61,9 +70,6 @@ template <class Segment> void setPairedValues(Segment& sg, bool on) {
     if constexpr (requires { sg.valuesPaired; })
         sg.valuesPaired = on;
 }
-#define AB_STR2(x) #x
-#define AB_STR(x) AB_STR2(x)
-constexpr bool kVariantB = std::string_view(AB_STR(AB_VARIANT)) == "B";
 
 } // namespace
 
@@ -88,6 +94,7 @@ void AB_CAT(abRun, AB_VARIANT)(const AbShape& shape, const std::uint16_t* q, con
     sg.out = out;
     sg.lse = lse;
     setPairedValues(sg, shape.pairedValuesB && kVariantB);
+    setGathered(sg, kVariantB ? shape.gatheredB : shape.gatheredA);
     if (amxServes(shape.rows, sg.dtype))
         attendAmx(sg, shape.keyDim, shape.valueDim, s->amx);
     else

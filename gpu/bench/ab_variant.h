@@ -14,6 +14,7 @@ struct AbShape {
     int keyDim = 128, valueDim = 128;
     std::int64_t rowBytes = 256; // bytes per K (and V) token row
     bool pairedValuesB = false;  // variant B reads V in token pairs (SegmentBf16::valuesPaired)
+    bool gatheredA = false, gatheredB = false; // tiles gathered from sub-streams (row kernels)
 };
 
 /// Per-thread scratch of one variant, opaque to the harness.

@@ -102,6 +102,10 @@ int main(int argc, char** argv) {
     app.add_flag("--mla", shape.mla, "absorbed MLA (576/512) instead of GQA d 128");
     app.add_flag("--paired-values", shape.pairedValuesB,
                  "B reads V in token pairs (GQA streams of 16k rows)");
+    bool gathered = false;
+    app.add_flag("--gathered", gathered,
+                 "both read gathered tiles (vdpbf16ps row streams, portable)");
+    app.add_flag("--gathered-b", shape.gatheredB, "B reads gathered tiles, A contiguous ones");
     app.add_option("--rounds", rounds, "alternations")->check(CLI::Range(3, 1000));
     app.add_option("--segment", segment, "tokens per work item")->check(CLI::Range(64, 65536));
     int profile = 0;
@@ -110,6 +114,8 @@ int main(int argc, char** argv) {
            "only run A and B this many times each on K/V in L2, one thread (for perf record)")
         ->check(CLI::Range(1, 1000000));
     CLI11_PARSE(app, argc, argv);
+    shape.gatheredA = gathered;
+    shape.gatheredB = shape.gatheredB || gathered;
     using kvscope::gpu::KvDtype;
     shape.dtype = kv == "fp8"    ? KvDtype::Fp8E4m3
                   : kv == "fp16" ? KvDtype::Fp16
