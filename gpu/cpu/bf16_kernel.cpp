@@ -329,11 +329,13 @@ KVSCOPE_BF16_TARGET inline void finishRows(const SegmentBf16& sg, const ScratchB
 /// DK, DV: key and value widths in elements (multiples of 32). Per 32-token tile, three phases
 /// over all rows of the stream, so independent rows overlap in the core: scores (two rows per
 /// K load, or with Lanes two 8-row halves per 64-bit key broadcast), the online-softmax update,
-/// then O += P V (four rows per V load, eight for MLA's wide values). The tiles are contiguous, and
-/// the next one is prefetched over the scores and the P·V of this one (row_map.h's SpreadTile).
-/// Paired against tiles gathered from 8 sub-streams with the prefetch in the first P·V pass (the
-/// AMD host of NOTES.md, "sixteenth session", 16384-token segments from DRAM, 2 threads): bf16 g 1
-/// 0.71, g 2 0.83, g 4 0.69, g 8 0.72-0.76, g 16 0.82; fp8 g 1 0.82, g 8 0.90 of the time.
+/// then O += P V (four rows per V load, eight for MLA's wide values). The next tile is prefetched
+/// over the scores and the P·V of this one (row_map.h's SpreadTile). Streams in lanes read
+/// contiguous tiles; streams scored in rows read them contiguous or gathered from 8 sub-streams
+/// (sg.gathered), as the engine found faster. Contiguous paired against gathered with the
+/// prefetch in the first P·V pass (the AMD host of NOTES.md, "sixteenth session", 16384-token
+/// segments from DRAM, 2 threads): bf16 g 1 0.71, g 2 0.83, g 4 0.69, g 8 0.72-0.76, g 16 0.82;
+/// fp8 g 1 0.82, g 8 0.90 of the time; on the Intel host ("twenty-fourth session") gathered won.
 template <int DK, int DV, bool Lanes, bool InterleavedV, bool Half = false>
 KVSCOPE_BF16_TARGET void attendBf16Impl(const SegmentBf16& sg, ScratchBf16& sc) {
     static_assert(!Half || Lanes, "half lanes keep the per-row state of rows in lanes");
