@@ -162,10 +162,11 @@ constexpr int kAmxGatherShift = 4;
 /// place reads two streams (K and V) per thread, and on the Intel VM of NOTES.md ("seventh
 /// session") reading the same bytes as G K + G V streams in step took 0.65-0.74 (G 8) or 0.80
 /// (G 16) of the time of 2 (one core's L2 streamer keeps many streams in flight, one stream's
-/// prefetch runs dry while the core computes). The AMX kernel's MLA blocks read this way; its GQA
-/// blocks and the other kernels' tiles are contiguous, with the next one prefetched over the
-/// compute (on the AMD host of "sixteenth session" 16 streams per thread read slower than 2-4).
-/// KVSCOPE_CPU_GATHER=0 reads every block contiguously (A/B).
+/// prefetch runs dry while the core computes). The AMX kernel's MLA blocks read this way, its GQA
+/// blocks contiguously; the vdpbf16ps row streams and the portable kernel read either, as the
+/// engine found faster for the point (on the AMD host of "sixteenth session" 16 streams per
+/// thread read slower than 2-4; on the Intel host gathered bf16 g 1 took 0.84 of contiguous's
+/// time, "twenty-fourth session"). KVSCOPE_CPU_GATHER: gatherForced below.
 struct GatherPlan {
     std::int64_t tiles = 0, subLen = 0;      // gathered tiles, tokens per sub-stream
     int tileRows = 32, shift = kGatherShift; // 2^shift sub-streams
