@@ -29,6 +29,7 @@
 #include "gpu/cpu/amx_kernel.h"
 
 #include "gpu/cpu/bf16_simd.h"
+#include "gpu/cpu/switches.h"
 
 #include <algorithm>
 #include <cmath>

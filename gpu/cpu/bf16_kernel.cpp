@@ -17,6 +17,7 @@
 #include "gpu/cpu/bf16_simd.h"
 #include "gpu/cpu/row_map.h"
 #include "gpu/cpu/simd.h"
+#include "gpu/cpu/switches.h"
 #include "gpu/numerics.h"
 
 #include <algorithm>
@@ -439,10 +440,10 @@ bool attendBf16(const SegmentBf16& sg, std::int64_t keyDim, std::int64_t valueDi
         return false;
 #define KVSCOPE_BF16_CASE(K, V)                                                                    \
     if (keyDim == K && valueDim == V) {                                                            \
-        if (sg.rows == 8 && halfLanesEnabled())                                                    \
-            attendBf16Impl<K, V, true, false, true>(sg, sc);                                       \
-        else if (sg.rows % 16 != 0)                                                                \
+        if (bf16ScoresInRows(sg.rows))                                                             \
             attendBf16Impl<K, V, false, false>(sg, sc);                                            \
+        else if (sg.rows % 16 != 0) /* 8 rows in half lanes */                                     \
+            attendBf16Impl<K, V, true, false, true>(sg, sc);                                       \
         else if (interleavedValues(sg.rows, V))                                                    \
             attendBf16Impl<K, V, true, true>(sg, sc);                                              \
         else                                                                                       \
@@ -477,7 +478,7 @@ int fp8VectorMismatch() {
 }
 #endif
 
-bool bf16TilePlanMatters(std::int64_t rows) {
+bool bf16ScoresInRows(std::int64_t rows) {
     return rows % 16 != 0 && !(rows == 8 && halfLanesEnabled());
 }
 

@@ -27,8 +27,8 @@ struct SegmentBf16 {
     // same either way.
     bool valuesPaired = false;
     // Full tiles gathered from 8 sub-streams of the segment (row_map.h's gatherPlan) rather than
-    // contiguous, by the streams that score in rows (not in lanes); the engine times both
-    // (CpuEngine::choosePlan) and bf16TilePlanMatters says where the choice applies.
+    // contiguous, by the streams that score in rows (bf16ScoresInRows); the engine times both
+    // (CpuEngine::choosePlan).
     bool gathered = false;
 };
 
@@ -56,9 +56,9 @@ bool bf16DotEnabled();
 /// `rows` query rows: the rows-in-lanes P·V, which otherwise interleaves every tile's V into
 /// scratch first. KVSCOPE_CPU_PAIRED_V=0 turns it off (A/B).
 bool bf16PairedValues(std::int64_t rows, std::int64_t valueDim);
-/// Whether SegmentBf16::gathered changes how a stream of `rows` query rows is read: streams
-/// that score in rows do, rows in lanes and half lanes read contiguous tiles.
-bool bf16TilePlanMatters(std::int64_t rows);
+/// Whether a stream of `rows` query rows scores in rows, the path that reads SegmentBf16::gathered
+/// (8 rows score in half lanes, 16k rows in lanes, both on contiguous tiles).
+bool bf16ScoresInRows(std::int64_t rows);
 /// Runs the kernel for key/value widths 64/64, 128/128, 256/256 or 576/512; false for other
 /// widths, for paired values it does not take (or an odd t0 or token count with them), or when
 /// this build has no bf16 kernel.

@@ -167,11 +167,11 @@ public:
         const std::string name = shape_.kind == Attention::Mla ? "cpu-mla-absorbed" : "cpu-gqa";
         if (amx_)
             return name + "-amx";
-        if (gathered_)
-            return name + "-gathered" + (bf16Dot_ ? "-bf16dot" : portableSuffix());
-        if (bf16Dot_)
-            return name + "-bf16dot";
-        return name + portableSuffix();
+        return name + (gathered_ ? "-gathered" : "") +
+               (bf16Dot_       ? "-bf16dot"
+                : width_ == 16 ? "-avx512"
+                : width_ == 8  ? "-avx2"
+                               : "-vec4");
     }
     int splits() const override { return splits_; }
 
@@ -192,17 +192,13 @@ private:
         Buffer q, k, v;
     };
 
-    std::string portableSuffix() const {
-        return width_ == 16 ? "-avx512" : width_ == 8 ? "-avx2" : "-vec4";
-    }
-
     /// Whether the shape's kernel reads tiles either contiguous or gathered (SegmentBf16 and
     /// Segment::gathered): the portable kernel, and the vdpbf16ps kernel's streams that score
     /// in rows; the AMX kernel reads its own blocks.
     bool planMatters() const {
         const std::int64_t rows =
             shape_.kind == Attention::Mla ? shape_.qHeads : shape_.groupSize();
-        return !bf16Dot_ || (!amx_ && bf16TilePlanMatters(rows));
+        return !bf16Dot_ || (!amx_ && bf16ScoresInRows(rows));
     }
 
     /// Contiguous or gathered tiles. Which reads faster from DRAM depends on the host: on the
@@ -213,8 +209,10 @@ private:
     /// else reads them, and keeps the faster; KVSCOPE_CPU_GATHER=0 or 1 forces one, and an
     /// untimed check reads contiguous tiles.
     std::string choosePlan(int sets) {
-        gathered_ = planMatters() && gatherForced() == 1;
-        if (!planMatters() || gatherForced() >= 0 || sets < 2)
+        const bool matters = planMatters();
+        const int forced = gatherForced();
+        gathered_ = matters && forced == 1;
+        if (!matters || forced >= 0 || sets < 2)
             return {};
         double best[2] = {std::numeric_limits<double>::infinity(),
                           std::numeric_limits<double>::infinity()};

@@ -3,10 +3,10 @@
 // portable kernels share it, and the portable kernel builds for any x86-64 or other CPU.
 #pragma once
 
-#include "gpu/cpu/switches.h"
-
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 namespace kvscope::gpu::detail::cpu {
 
