@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"bf16", "fp8", "fp16", "fp32"}));
     app.add_flag("--mla", shape.mla, "absorbed MLA (576/512) instead of GQA d 128");
     app.add_flag("--paired-values", shape.pairedValuesB,
-                 "B reads V in token pairs (GQA streams of 16k rows)");
+                 "B reads V in token pairs (AMX, or GQA streams of 16k rows)");
     bool gathered = false;
     app.add_flag("--gathered", gathered,
                  "both read gathered tiles (vdpbf16ps row streams, portable)");
@@ -121,12 +121,13 @@ int main(int argc, char** argv) {
                   : kv == "fp16" ? KvDtype::Fp16
                   : kv == "fp32" ? KvDtype::Fp32
                                  : KvDtype::Bf16;
-    // The kernels read V in token pairs only for streams of 16k rows of 128-wide values in bf16
-    // or fp8 (bf16PairedValues); B would otherwise refuse every call and time nothing.
+    // The kernels read V in token pairs only for GQA streams in bf16 or fp8: the AMX kernel (from
+    // 4 rows where the CPU has it) and the vdpbf16ps kernel's streams of 16k rows
+    // (bf16PairedValues); B would otherwise refuse every call and time nothing.
     if (shape.pairedValuesB &&
-        (shape.rows % 16 != 0 || shape.mla || kv == "fp16" || kv == "fp32")) {
-        std::fprintf(stderr, "--paired-values: needs --rows a multiple of 16, no --mla, and bf16 "
-                             "or fp8 KV\n");
+        ((shape.rows % 16 != 0 && shape.rows < 4) || shape.mla || kv == "fp16" || kv == "fp32")) {
+        std::fprintf(stderr, "--paired-values: needs --rows of 4 or more (AMX) or a multiple of "
+                             "16, no --mla, and bf16 or fp8 KV\n");
         return 2;
     }
     shape.keyDim = shape.mla ? 576 : 128;

@@ -17,7 +17,9 @@
 //     layout, so the output columns come out permuted within each 32-column chunk (lane
 //     4L + j of tile 2c / 2c+1 is column 32c + 8L + j / 32c + 8L + 4 + j) and are put back at
 //     the end. fp8 V is decoded in the same pass (64 values per step with AVX512_VBMI, else
-//     32; bf16_simd.h).
+//     32; bf16_simd.h). V stored in token pairs (SegmentBf16::valuesPaired) needs no
+//     interleave: a pair's row is already B tile rows in column order, so bf16 tiles are loaded
+//     from the cache and fp8 is decoded straight into them.
 //  4. The next block's memory work runs inside this block's compute, spread over every phase
 //     (NextBlock), so the loads reach the memory at an even rate and overlap the tile and
 //     vector work instead of stalling the block's start. GQA blocks are contiguous: bf16
@@ -302,13 +304,48 @@ KVSCOPE_AMX_VBMI_TARGET __attribute__((noinline)) void interleaveVFp8Vbmi(const 
     zeroMissingPairs<DV>(pairs, vv);
 }
 
-/// acc += P V for one group over the block's chunks of 32 tokens (V interleaved at vv): two
-/// output tiles per pass, loaded from and stored back to sc.acc, summed over the chunks in tile
+/// Where a block's V tiles are: tile b of 32-token chunk c at base + c chunkStep + b tileStep
+/// (bytes), its 16 rows (token pairs) `stride` bytes apart.
+struct VTiles {
+    const std::uint8_t* base;
+    std::int64_t stride, chunkStep, tileStep;
+    const std::uint8_t* tile(int c, int b) const { return base + c * chunkStep + b * tileStep; }
+    /// Interleaved by interleaveV into vv (tile-major, columns permuted).
+    template <int DV> static VTiles interleaved(const std::uint16_t* vv) {
+        return {reinterpret_cast<const std::uint8_t*>(vv), 64, (DV / 16) * kTileB * 2, kTileB * 2};
+    }
+    /// Token pairs as SegmentBf16::valuesPaired stores them, pair p at base + p pairBytes: a
+    /// pair's bf16 row is 16-column B tile rows side by side, in column order.
+    static VTiles pairs(const void* base, std::int64_t pairBytes) {
+        return {static_cast<const std::uint8_t*>(base), pairBytes, 16 * pairBytes, 64};
+    }
+};
+
+/// A block of n tokens (even) of V stored in token pairs (SegmentBf16::valuesPaired): a full
+/// bf16 block is read where it is; fp8 is decoded and a partial block copied into vv, pairs
+/// past n zero to the end of their 32-token chunk.
+template <int DV>
+KVSCOPE_AMX_TARGET VTiles pairedTiles(const RowMap& v, int n, int block, bool fp8, Fp8Decoder dec,
+                                      std::uint16_t* vv) {
+    const std::int64_t pairBytes = 2 * v.stride;
+    if (!fp8 && n == block)
+        return VTiles::pairs(v.row(0), pairBytes);
+    const int pairs = n / 2, padded = 16 * ((pairs + 15) / 16);
+    if (fp8) {
+        stageFp8Rows(v.row(0), pairBytes, pairs, padded, 2 * DV, vv, dec);
+    } else {
+        std::memcpy(vv, v.row(0), std::size_t(pairs) * 4 * DV);
+        std::memset(vv + std::ptrdiff_t(pairs) * 2 * DV, 0, std::size_t(padded - pairs) * 4 * DV);
+    }
+    return VTiles::pairs(vv, 4 * DV);
+}
+
+/// acc += P V for one group over the block's chunks of 32 tokens (V tiles at vt): two output
+/// tiles per pass, loaded from and stored back to sc.acc, summed over the chunks in tile
 /// registers.
 template <int DK, int DV>
-KVSCOPE_AMX_TARGET __attribute__((noinline)) void pvBlock(int grp, int chunks, int block,
-                                                          const std::uint16_t* vv, ScratchAmx& sc,
-                                                          const NextBlock next) {
+KVSCOPE_AMX_TARGET __attribute__((noinline)) void
+pvBlock(int grp, int chunks, int block, const VTiles vt, ScratchAmx& sc, const NextBlock next) {
     constexpr int NB = DV / 16;
     // This phase's share of the next block's pairs, a few per pair of output tiles.
     PairSpread spread(next, 2 * grp + 2, NB / 2);
@@ -318,11 +355,10 @@ KVSCOPE_AMX_TARGET __attribute__((noinline)) void pvBlock(int grp, int chunks, i
         _tile_loadd(4, acc + b * 256, 64);
         _tile_loadd(5, acc + (b + 1) * 256, 64);
         for (int c = 0; c < chunks; ++c) {
-            const std::uint16_t* vt = vv + (c * NB + b) * kTileB;
             _tile_loadd(6, pa + c * kTileB, 64);
-            _tile_loadd(3, vt, 64);
+            _tile_loadd(3, vt.tile(c, b), vt.stride);
             _tile_dpbf16ps(4, 6, 3);
-            _tile_loadd(7, vt + kTileB, 64);
+            _tile_loadd(7, vt.tile(c, b + 1), vt.stride);
             _tile_dpbf16ps(5, 6, 7);
         }
         spread.step<DK, DV>(next);
@@ -332,13 +368,20 @@ KVSCOPE_AMX_TARGET __attribute__((noinline)) void pvBlock(int grp, int chunks, i
 }
 
 /// Normalise, undo the interleave's column order, and the log2-sum-exp per row.
-template <int DV> KVSCOPE_AMX_TARGET void finishRows(const SegmentBf16& sg, const ScratchAmx& sc) {
+/// With V read as token pairs (`paired`) the columns are in order: tile b lane j is column 16b + j.
+template <int DV>
+KVSCOPE_AMX_TARGET void finishRows(const SegmentBf16& sg, const ScratchAmx& sc, bool paired) {
     // Output columns 32c + 8q + s come from tile 2c (s < 4) or 2c + 1 (s >= 4), lane 4q + s % 4.
     alignas(64) static constexpr std::int32_t kLo[16] = {0, 1, 2, 3, 16, 17, 18, 19,
                                                          4, 5, 6, 7, 20, 21, 22, 23};
     alignas(64) static constexpr std::int32_t kHi[16] = {8,  9,  10, 11, 24, 25, 26, 27,
                                                          12, 13, 14, 15, 28, 29, 30, 31};
-    const __m512i lo = _mm512_load_si512(kLo), hi = _mm512_load_si512(kHi);
+    alignas(64) static constexpr std::int32_t kInOrderLo[16] = {0, 1, 2,  3,  4,  5,  6,  7,
+                                                                8, 9, 10, 11, 12, 13, 14, 15};
+    alignas(64) static constexpr std::int32_t kInOrderHi[16] = {16, 17, 18, 19, 20, 21, 22, 23,
+                                                                24, 25, 26, 27, 28, 29, 30, 31};
+    const __m512i lo = _mm512_load_si512(paired ? kInOrderLo : kLo),
+                  hi = _mm512_load_si512(paired ? kInOrderHi : kHi);
     for (int r = 0; r < int(sg.rows); ++r) {
         const int grp = r / 16, lane = r % 16;
         const float l = sc.l[std::size_t(r)];
@@ -367,9 +410,10 @@ bool spreadEnabled() {
 /// partial block (padded by interleaveV). bf16 GQA (`vv`): its V pairs are interleaved into vv,
 /// and with contiguous blocks the pairs `lead` ahead are prefetched: about 2 KiB ahead on each
 /// of the K and V streams (4 pairs at d 128), where the read ceiling's best kernels prefetch
-/// 512-2048 bytes ahead. fp8 (no vv: its block is decoded at its start): the pairs themselves
-/// are prefetched. MLA (gathered): the pairs' K rows are prefetched, over the softmax and P·V
-/// only (with the scores' share too it ran 1.05-1.10x the time).
+/// 512-2048 bytes ahead. fp8 or paired V (no vv: the block is decoded at its start or its
+/// tiles loaded where they are): the pairs themselves are prefetched. MLA (gathered): the pairs' K
+/// rows are prefetched, over the softmax and P·V only (with the scores' share too it ran 1.05-1.10x
+/// the time).
 NextBlock nextBlock(const SegmentBf16& sg, const GatherPlan& gp, std::int64_t i, int block,
                     int groups, std::uint16_t* vv) {
     if (i + 1 >= gp.count(sg))
@@ -423,7 +467,9 @@ KVSCOPE_AMX_TARGET void attendAmxImpl(const SegmentBf16& sg, ScratchAmx& sc) {
     // streams read in step, each a short prefetch distance ahead (NextBlock). MLA, or with
     // KVSCOPE_CPU_SPREAD=0: gathered blocks first (16 K and 16 V streams in step, row_map.h's
     // gatherPlan), then the rest of the segment in contiguous blocks.
-    const GatherPlan gp = (spread && !mla) || !gatherEnabled()
+    // V in token pairs (GQA only): contiguous blocks, so a pair's rows stay together.
+    const bool paired = sg.valuesPaired;
+    const GatherPlan gp = (spread && !mla) || paired || !gatherEnabled()
                               ? GatherPlan::contiguous(kBlock, kAmxGatherShift)
                               : gatherPlan(sg, kBlock, kAmxGatherShift);
     for (std::int64_t i = 0; i < gp.count(sg); ++i) {
@@ -439,26 +485,28 @@ KVSCOPE_AMX_TARGET void attendAmxImpl(const SegmentBf16& sg, ScratchAmx& sc) {
             }
         }
         std::uint16_t* vv = sc.vv.data() + cur * vvSize;
-        if (!vReady) {
-            if (vbmiV)
-                interleaveVFp8Vbmi<DV>(v, n, vv);
-            else
-                interleaveV<DV>(v, n, vFp8, vv);
-        }
-        const NextBlock nb = spread ? nextBlock(sg, gp, i, kBlock, groups,
-                                                fp8 ? nullptr : sc.vv.data() + (1 - cur) * vvSize)
-                                    : NextBlock{};
+        VTiles vt = VTiles::interleaved<DV>(vv);
+        if (paired)
+            vt = pairedTiles<DV>(v, n, kBlock, fp8, dec, vv);
+        else if (!vReady && vbmiV)
+            interleaveVFp8Vbmi<DV>(v, n, vv);
+        else if (!vReady)
+            interleaveV<DV>(v, n, vFp8, vv);
+        const NextBlock nb =
+            spread ? nextBlock(sg, gp, i, kBlock, groups,
+                               fp8 || paired ? nullptr : sc.vv.data() + (1 - cur) * vvSize)
+                   : NextBlock{};
         scoreBlock<DK, DV>(k, groups, kBlock, sc, nb);
         vReady = nb.vv != nullptr;
         for (int grp = 0; grp < groups; ++grp) {
             softmaxBlock<DK, DV>(grp, n, kBlock, sg.scoreScale, sc, nb);
-            pvBlock<DK, DV>(grp, (n + 31) / 32, kBlock, vv, sc, nb);
+            pvBlock<DK, DV>(grp, (n + 31) / 32, kBlock, vt, sc, nb);
         }
         if (vReady)
             cur = 1 - cur;
     }
     _tile_release();
-    finishRows<DV>(sg, sc);
+    finishRows<DV>(sg, sc, paired);
 }
 
 KVSCOPE_AMX_TARGET float amxDotChainImpl(std::int64_t iterations, float seed) {
@@ -506,8 +554,9 @@ bool cpuHasAmx() {
 bool attendAmx(const SegmentBf16& sg, std::int64_t keyDim, std::int64_t valueDim, ScratchAmx& sc) {
     if (!cpuHasAmx()) // also asks Linux for the tile state before the first tile instruction
         return false;
-    if (sg.valuesPaired) // the AMX kernel interleaves plain V rows itself
-        return false;
+    if (sg.valuesPaired && (sg.values == sg.keys || sg.t0 % 2 != 0 || (sg.t1 - sg.t0) % 2 != 0))
+        return false; // token pairs: GQA only, whole pairs
+
 #define KVSCOPE_AMX_CASE(K, V)                                                                     \
     if (keyDim == K && valueDim == V) {                                                            \
         attendAmxImpl<K, V>(sg, sc);                                                               \
@@ -540,6 +589,11 @@ bool amxEnabled() {
     const char* force = std::getenv("KVSCOPE_CPU_KERNEL");
     const std::string f = force ? force : "";
     return f != "fp32" && f != "bf16dot" && cpuHasAmx();
+}
+
+bool amxPairedValues(std::int64_t rows, KvDtype dtype) {
+    static const bool on = cpuSwitchOn("KVSCOPE_CPU_PAIRED_V");
+    return on && (dtype == KvDtype::Fp8E4m3 ? rows >= 4 : rows >= 32);
 }
 
 bool amxServes(std::int64_t rows, KvDtype dtype) {

@@ -15,7 +15,8 @@ struct ScratchAmx {
     AlignedVector<std::uint16_t> qt;    // [groups][key chunks][16][32] Q^T tiles (pairs)
     AlignedVector<std::uint16_t> kTile; // [block][keyDim] staged / decoded K
     AlignedVector<std::uint16_t> vv;    // [2][block / 32][valueDim / 16][16][32] V in token pairs:
-                                        // this block's and the next one's
+                                        // this block's and the next one's (paired V decoded or
+                                        // padded: [block / 2][2 valueDim])
     AlignedVector<std::uint16_t> pa;    // [groups][block / 32][16][32] bf16 probabilities
     AlignedVector<float> st;            // [groups][block][16] raw scores, query rows in lanes
     AlignedVector<float> acc;           // [groups][valueDim / 16][16][16] output tiles
@@ -44,7 +45,16 @@ constexpr std::int64_t amxMinRows(KvDtype) {
 /// amxMinRows(dtype), or any rows under KVSCOPE_CPU_KERNEL=amx (tests cover its small-group
 /// paths that way).
 bool amxServes(std::int64_t rows, KvDtype dtype);
-/// Same segment contract as attendBf16 (widths 64/64, 128/128, 256/256, 576/512).
+/// Whether the engine stores V in token pairs (SegmentBf16::valuesPaired) for the AMX kernel's
+/// GQA streams of `rows` query rows of `dtype`: its V tiles are then loaded where the pairs are
+/// (bf16) or decoded without an interleave (fp8). Paired B / A against the interleave, time
+/// over 4096-token segments from DRAM, 2 threads (NOTES.md, "twenty-fifth session"): fp8 g 4
+/// 0.91, g 8 0.86-0.88, g 16 0.87, g 32 0.99-1.03; bf16 g 32 0.90-0.94, g 64 0.94, g 128 1.00,
+/// but g 4-16 1.04-1.07 (faster in L2, slower from DRAM, whatever the prefetch hints). So fp8
+/// from 4 rows and bf16 from 32. KVSCOPE_CPU_PAIRED_V=0 turns it off (A/B).
+bool amxPairedValues(std::int64_t rows, KvDtype dtype);
+/// Same segment contract as attendBf16 (widths 64/64, 128/128, 256/256, 576/512); paired V
+/// (GQA, from an even t0 over an even token count) at any rows.
 bool attendAmx(const SegmentBf16& sg, std::int64_t keyDim, std::int64_t valueDim, ScratchAmx& sc);
 /// `iterations` steps of 4 independent tdpbf16ps (16 x 16 x 32 each) on one thread: the AMX
 /// peak chain for the ceilings. Returns a value derived from the accumulators; 0 without AMX.
