@@ -23,8 +23,8 @@
 //  4. The next block's memory work runs inside this block's compute, spread over every phase
 //     (NextBlock), so the loads reach the memory at an even rate and overlap the tile and
 //     vector work instead of stalling the block's start. GQA blocks are contiguous: bf16
-//     interleaves the next block's V pairs and prefetches the K and V lines of the pair four
-//     pairs further (K and V two streams in step, about 2 KiB ahead each); fp8 prefetches the
+//     interleaves the next block's V pairs and prefetches the K and V lines of the next pair
+//     (K and V two streams in step, 512 bytes ahead each at d 128); fp8 prefetches the
 //     next block's pairs, which it decodes at that block's start. MLA reads gathered blocks
 //     and prefetches the next one's K rows over its softmax and P·V.
 // bf16 x bf16 products are exact in fp32 and accumulate in fp32, as in the other kernels.
@@ -408,12 +408,13 @@ bool spreadEnabled() {
 
 /// Block i + 1's work to spread over block i, or none (empty): at the last block and for a
 /// partial block (padded by interleaveV). bf16 GQA (`vv`): its V pairs are interleaved into vv,
-/// and with contiguous blocks the pairs `lead` ahead are prefetched: about 2 KiB ahead on each
-/// of the K and V streams (4 pairs at d 128), where the read ceiling's best kernels prefetch
-/// 512-2048 bytes ahead. fp8 or paired V (no vv: the block is decoded at its start or its
-/// tiles loaded where they are): the pairs themselves are prefetched. MLA (gathered): the pairs' K
-/// rows are prefetched, over the softmax and P·V only (with the scores' share too it ran 1.05-1.10x
-/// the time).
+/// and with contiguous blocks the pairs `lead` ahead are prefetched: 512 bytes ahead on each of
+/// the K and V streams (one pair at d 128), as the read ceiling's best kernel on the Intel host
+/// prefetches. Against 2048 bytes, paired from DRAM (NOTES.md, "twenty-fifth session"): g 4
+/// 0.92-0.94, g 8 0.91-0.95, g 16 0.95-0.96 (the 2048-byte control 0.97-0.99). fp8 or paired V (no
+/// vv: the block is decoded at its start or its tiles loaded where they are): the pairs themselves
+/// are prefetched. MLA (gathered): the pairs' K rows are prefetched, over the softmax and P·V only
+/// (with the scores' share too it ran 1.05-1.10x the time).
 NextBlock nextBlock(const SegmentBf16& sg, const GatherPlan& gp, std::int64_t i, int block,
                     int groups, std::uint16_t* vv) {
     if (i + 1 >= gp.count(sg))
@@ -430,7 +431,7 @@ NextBlock nextBlock(const SegmentBf16& sg, const GatherPlan& gp, std::int64_t i,
         nb.k0 = sg.keys + t * sg.keyRowBytes;
         nb.v0 = sg.values + t * sg.valueRowBytes;
         nb.ahead = sg.t1 - t;
-        nb.lead = vv ? std::max<int>(1, int(2048 / (2 * sg.keyRowBytes))) : 0;
+        nb.lead = vv ? std::max<int>(1, int(512 / (2 * sg.keyRowBytes))) : 0;
     }
     return nb;
 }
