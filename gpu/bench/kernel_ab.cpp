@@ -23,6 +23,7 @@
 #include <ctime>
 #include <functional>
 #include <immintrin.h>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -124,8 +125,10 @@ int main(int argc, char** argv) {
     // The kernels read V in token pairs only for GQA streams in bf16 or fp8: the AMX kernel (from
     // 4 rows where the CPU has it) and the vdpbf16ps kernel's streams of 16k rows
     // (bf16PairedValues); B would otherwise refuse every call and time nothing.
-    if (shape.pairedValuesB &&
-        ((shape.rows % 16 != 0 && shape.rows < 4) || shape.mla || kv == "fp16" || kv == "fp32")) {
+    const char* kernel = std::getenv("KVSCOPE_CPU_KERNEL"); // "amx": every row count on AMX
+    const bool amxForced = kernel && std::string(kernel) == "amx";
+    if (shape.pairedValuesB && ((shape.rows % 16 != 0 && shape.rows < 4 && !amxForced) ||
+                                shape.mla || kv == "fp16" || kv == "fp32")) {
         std::fprintf(stderr, "--paired-values: needs --rows of 4 or more (AMX) or a multiple of "
                              "16, no --mla, and bf16 or fp8 KV\n");
         return 2;

@@ -594,7 +594,7 @@ bool amxEnabled() {
 
 bool amxPairedValues(std::int64_t rows, KvDtype dtype) {
     static const bool on = cpuSwitchOn("KVSCOPE_CPU_PAIRED_V");
-    return on && (dtype == KvDtype::Fp8E4m3 ? rows >= 4 : rows >= 32);
+    return on && (dtype == KvDtype::Fp8E4m3 || rows >= 32);
 }
 
 bool amxServes(std::int64_t rows, KvDtype dtype) {

@@ -37,9 +37,14 @@ bool amxEnabled();
 /// g 6 1.20, g 8 1.41-1.47; fp8 (decoded once per tile for all rows) g 4 1.11, g 8 2.0. Since
 /// the AMX kernel reads contiguous blocks a short prefetch distance ahead ("eleventh session";
 /// time over a 2-stream read of the same bytes, 2 threads from DRAM): bf16 g 3 AMX 1.13 /
-/// vdpbf16ps 1.14, g 4 1.17 / 1.35. So both dtypes move to AMX from 4 rows.
-constexpr std::int64_t amxMinRows(KvDtype) {
-    return 4;
+/// vdpbf16ps 1.14, g 4 1.17 / 1.35. Since fp8 reads V in token pairs (amxPairedValues; Intel
+/// host, "twenty-fifth session", time over a 2-stream read, 2 threads from DRAM, in alternation,
+/// AMX / vdpbf16ps): fp8 g 1 1.27 / 1.18-1.30, g 2 1.20-1.43 / 1.59-1.72, g 3 1.20-1.36 /
+/// 1.83-2.17; bf16 g 2 0.96-1.01 / 1.01-1.03, g 3 0.92-0.98 / 1.07-1.15. `measure` (Llama-3-8B
+/// fp8, alternate runs, MHA): AMX 63 / 61%, vdpbf16ps 60 / 56%. So fp8 runs on AMX at every row
+/// count, bf16 from 3 rows.
+constexpr std::int64_t amxMinRows(KvDtype dtype) {
+    return dtype == KvDtype::Fp8E4m3 ? 1 : 3;
 }
 /// The AMX kernel runs a stream of `rows` query rows of `dtype` KV: AMX enabled and rows >=
 /// amxMinRows(dtype), or any rows under KVSCOPE_CPU_KERNEL=amx (tests cover its small-group
@@ -50,8 +55,9 @@ bool amxServes(std::int64_t rows, KvDtype dtype);
 /// (bf16) or decoded without an interleave (fp8). Paired B / A against the interleave, time
 /// over 4096-token segments from DRAM, 2 threads (NOTES.md, "twenty-fifth session"): fp8 g 4
 /// 0.91, g 8 0.86-0.88, g 16 0.87, g 32 0.99-1.03; bf16 g 32 0.90-0.94, g 64 0.94, g 128 1.00,
-/// but g 4-16 1.04-1.07 (faster in L2, slower from DRAM, whatever the prefetch hints). So fp8
-/// from 4 rows and bf16 from 32. KVSCOPE_CPU_PAIRED_V=0 turns it off (A/B).
+/// but g 4-16 1.04-1.07 (faster in L2, slower from DRAM, whatever the prefetch hints); fp8 g 2
+/// 0.82-0.91, g 3 0.86-0.92. So fp8 at every row count and bf16 from 32 rows.
+/// KVSCOPE_CPU_PAIRED_V=0 turns it off (A/B).
 bool amxPairedValues(std::int64_t rows, KvDtype dtype);
 /// Same segment contract as attendBf16 (widths 64/64, 128/128, 256/256, 576/512); paired V
 /// (GQA, from an even t0 over an even token count) at any rows.
