@@ -328,7 +328,9 @@ private Q_SLOTS:
             for (const KvDtype d : {KvDtype::Bf16, KvDtype::Fp8E4m3}) {
                 const std::string n =
                     std::string(amx ? "amx " : "") + (d == KvDtype::Bf16 ? "bf16 " : "fp8 ");
-                if (amx) {
+                if (amx) { // fp8 runs on AMX from 1 row, bf16 from 3 (amxMinRows)
+                    QTest::newRow((n + "d128 r1").c_str()) << amx << int(d) << 128 << 1;
+                    QTest::newRow((n + "d256 r3").c_str()) << amx << int(d) << 256 << 3;
                     QTest::newRow((n + "d128 r4").c_str()) << amx << int(d) << 128 << 4;
                     QTest::newRow((n + "d64 r8").c_str()) << amx << int(d) << 64 << 8;
                 }
