@@ -407,14 +407,15 @@ bool spreadEnabled() {
 }
 
 /// Block i + 1's work to spread over block i, or none (empty): at the last block and for a
-/// partial block (padded by interleaveV). bf16 GQA (`vv`): its V pairs are interleaved into vv,
-/// and with contiguous blocks the pairs `lead` ahead are prefetched: 512 bytes ahead on each of
-/// the K and V streams (one pair at d 128), as the read ceiling's best kernel on the Intel host
-/// prefetches. Against 2048 bytes, paired from DRAM (NOTES.md, "twenty-fifth session"): g 4
-/// 0.92-0.94, g 8 0.91-0.95, g 16 0.95-0.96 (the 2048-byte control 0.97-0.99). fp8 or paired V (no
-/// vv: the block is decoded at its start or its tiles loaded where they are): the pairs themselves
-/// are prefetched. MLA (gathered): the pairs' K rows are prefetched, over the softmax and P·V only
-/// (with the scores' share too it ran 1.05-1.10x the time).
+/// partial block (padded at its start by interleaveV or pairedTiles). bf16 GQA (`vv`): its V pairs
+/// are interleaved into vv, and with contiguous blocks the pairs `lead` ahead are prefetched: 512
+/// bytes ahead on each of the K and V streams (one pair at d 128), as the read ceiling's best
+/// kernel on the Intel host prefetches. Against 2048 bytes, A / B from DRAM (NOTES.md,
+/// "twenty-fifth session"): g 4 0.92-0.94, g 8 0.91-0.95, g 16 0.95-0.96 (the 2048-byte control
+/// 0.97-0.99). fp8 or paired V (no vv: the block is decoded at its start or its tiles loaded where
+/// they are): the pairs themselves are prefetched. MLA (gathered): the pairs' K rows are
+/// prefetched, over the softmax and P·V only (with the scores' share too it ran 1.05-1.10x the
+/// time).
 NextBlock nextBlock(const SegmentBf16& sg, const GatherPlan& gp, std::int64_t i, int block,
                     int groups, std::uint16_t* vv) {
     if (i + 1 >= gp.count(sg))
