@@ -8,6 +8,7 @@
 // a plain read of the same bytes (2 streams, the read ceiling's best kernel family). Last line:
 // the median and quartiles of the per-round B / A.
 #include "ab_variant.h"
+#include "gpu/cpu/amx_kernel.h"
 #include "gpu/cpu/buffer.h"
 #include "gpu/cpu/inputs.h"
 #include "gpu/cpu/thread_pool.h"
@@ -123,14 +124,17 @@ int main(int argc, char** argv) {
                   : kv == "fp32" ? KvDtype::Fp32
                                  : KvDtype::Bf16;
     // The kernels read V in token pairs only for GQA streams in bf16 or fp8: the AMX kernel (from
-    // 4 rows where the CPU has it) and the vdpbf16ps kernel's streams of 16k rows
+    // amxMinRows where the CPU has it) and the vdpbf16ps kernel's streams of 16k rows
     // (bf16PairedValues); B would otherwise refuse every call and time nothing.
     const char* kernel = std::getenv("KVSCOPE_CPU_KERNEL"); // "amx": every row count on AMX
     const bool amxForced = kernel && std::string(kernel) == "amx";
-    if (shape.pairedValuesB && ((shape.rows % 16 != 0 && shape.rows < 4 && !amxForced) ||
+    const std::int64_t amxRows = kvscope::gpu::detail::cpu::amxMinRows(shape.dtype);
+    if (shape.pairedValuesB && ((shape.rows % 16 != 0 && shape.rows < amxRows && !amxForced) ||
                                 shape.mla || kv == "fp16" || kv == "fp32")) {
-        std::fprintf(stderr, "--paired-values: needs --rows of 4 or more (AMX) or a multiple of "
-                             "16, no --mla, and bf16 or fp8 KV\n");
+        std::fprintf(stderr,
+                     "--paired-values: needs --rows of %lld or more (AMX) or a multiple of 16, no "
+                     "--mla, and bf16 or fp8 KV\n",
+                     static_cast<long long>(amxRows));
         return 2;
     }
     shape.keyDim = shape.mla ? 576 : 128;

@@ -556,9 +556,8 @@ bool cpuHasAmx() {
 bool attendAmx(const SegmentBf16& sg, std::int64_t keyDim, std::int64_t valueDim, ScratchAmx& sc) {
     if (!cpuHasAmx()) // also asks Linux for the tile state before the first tile instruction
         return false;
-    if (sg.valuesPaired && (sg.values == sg.keys || sg.t0 % 2 != 0 || (sg.t1 - sg.t0) % 2 != 0))
-        return false; // token pairs: GQA only, whole pairs
-
+    if (sg.valuesPaired && !wholeValuePairs(sg))
+        return false;
 #define KVSCOPE_AMX_CASE(K, V)                                                                     \
     if (keyDim == K && valueDim == V) {                                                            \
         attendAmxImpl<K, V>(sg, sc);                                                               \
@@ -594,8 +593,7 @@ bool amxEnabled() {
 }
 
 bool amxPairedValues(std::int64_t rows, KvDtype dtype) {
-    static const bool on = cpuSwitchOn("KVSCOPE_CPU_PAIRED_V");
-    return on && (dtype == KvDtype::Fp8E4m3 || rows >= 32);
+    return pairedValuesEnabled() && (dtype == KvDtype::Fp8E4m3 || rows >= 32);
 }
 
 bool amxServes(std::int64_t rows, KvDtype dtype) {

@@ -435,8 +435,7 @@ KVSCOPE_BF16_TARGET int fp8VectorMismatchImpl() {
 
 bool attendBf16(const SegmentBf16& sg, std::int64_t keyDim, std::int64_t valueDim,
                 ScratchBf16& sc) {
-    if (sg.valuesPaired && (!bf16PairedValues(sg.rows, valueDim) || sg.values == sg.keys ||
-                            sg.t0 % 2 != 0 || (sg.t1 - sg.t0) % 2 != 0))
+    if (sg.valuesPaired && (!bf16PairedValues(sg.rows, valueDim) || !wholeValuePairs(sg)))
         return false;
 #define KVSCOPE_BF16_CASE(K, V)                                                                    \
     if (keyDim == K && valueDim == V) {                                                            \
@@ -482,9 +481,13 @@ bool bf16ScoresInRows(std::int64_t rows) {
     return rows % 16 != 0 && !(rows == 8 && halfLanesEnabled());
 }
 
-bool bf16PairedValues(std::int64_t rows, std::int64_t valueDim) {
+bool pairedValuesEnabled() {
     static const bool on = cpuSwitchOn("KVSCOPE_CPU_PAIRED_V");
-    return on && rows > 0 && rows % 16 == 0 && valueDim <= 256;
+    return on;
+}
+
+bool bf16PairedValues(std::int64_t rows, std::int64_t valueDim) {
+    return pairedValuesEnabled() && rows > 0 && rows % 16 == 0 && valueDim <= 256;
 }
 
 bool bf16DotEnabled() {

@@ -56,6 +56,14 @@ bool bf16DotEnabled();
 /// `rows` query rows: the rows-in-lanes P·V, which otherwise interleaves every tile's V into
 /// scratch first. KVSCOPE_CPU_PAIRED_V=0 turns it off (A/B).
 bool bf16PairedValues(std::int64_t rows, std::int64_t valueDim);
+/// KVSCOPE_CPU_PAIRED_V: on unless "0" (A/B); both kernels' paired-V rules (bf16PairedValues,
+/// amxPairedValues) read it.
+bool pairedValuesEnabled();
+/// A segment with V in token pairs that a kernel can read: a GQA stream (V not K's first
+/// columns) from an even t0 over an even number of tokens, so every pair is whole.
+inline bool wholeValuePairs(const SegmentBf16& sg) {
+    return sg.values != sg.keys && sg.t0 % 2 == 0 && (sg.t1 - sg.t0) % 2 == 0;
+}
 /// Whether a stream of `rows` query rows scores in rows, the path that reads SegmentBf16::gathered
 /// (8 rows score in half lanes, 16k rows in lanes, both on contiguous tiles).
 bool bf16ScoresInRows(std::int64_t rows);
