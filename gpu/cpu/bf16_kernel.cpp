@@ -64,14 +64,16 @@ KVSCOPE_BF16_TARGET inline __attribute__((always_inline)) __m512 transposeSum16(
 /// keeps RB rows x CB output vectors in registers and shares every V load and shuffle among
 /// the RB rows. (Interleaving through a scratch tile instead cost ~1.6x at g = 1..2: the
 /// stores and reloads, and 4-deep accumulator chains.)
-/// Every token pair of every pass is a step of `next`, the next tile's prefetch. The tile's V rows
-/// are contiguous (row t at v0 + t stride): one pointer bumped per pair. Through RowMap::row
-/// (a shift, a mask and two multiplies per pair) GCC ran out of general registers in the 4 x 4
-/// pass and kept pointers in xmm registers; K / V in L2, one thread: g 2 0.97, g 8 0.91, g 16
-/// 0.92 of the time.
+/// Every token pair of every pass is a step of `next`, the next tile's prefetch. One pointer is
+/// bumped per pair: over the whole tile when its rows are contiguous, within each group of the
+/// RowMap when they are gathered (RowMap::row once per group). Through RowMap::row for every
+/// pair (a shift, a mask and two multiplies) GCC ran out of general registers in the 4 x 4 pass
+/// and kept pointers in xmm registers; K / V in L2, one thread: g 2 0.97, g 8 0.91, g 16 0.92
+/// of the time (and again when gathered tiles brought RowMap::row back, NOTES.md "twenty-sixth
+/// session").
 /// Lanes: the probabilities are [pair][rows] (softmaxLanes, softmaxHalf; pairStep = rows), else
 /// [row][pair] (pairStep 1).
-template <int RB, int DV, bool Lanes>
+template <int RB, int DV, bool Lanes, bool Gathered>
 KVSCOPE_BF16_TARGET inline void pvBlock(ScratchBf16& sc, std::int64_t r, std::int64_t pairStep,
                                         const RowMap& v, int pairs, SpreadTile& next) {
     constexpr int NVC = DV / 16;
@@ -86,8 +88,11 @@ KVSCOPE_BF16_TARGET inline void pvBlock(ScratchBf16& sc, std::int64_t r, std::in
                 o[rb][j] = _mm512_mul_ps(_mm512_loadu_ps(acc + (r + rb) * DV + (cb + j) * 16), al);
         }
         const std::uint32_t* p = sc.p.data() + r * rowStep;
-        for (int pr = 0; pr < pairs; ++pr, p += pairStep) {
-            const std::uint8_t* a = v.row(2 * pr) + cb * 32;
+        const std::uint8_t* a = v.row(0) + cb * 32;
+        for (int pr = 0; pr < pairs; ++pr, p += pairStep, a += 2 * v.stride) {
+            if constexpr (Gathered)
+                if (pr > 0 && (2 * pr & (v.group() - 1)) == 0) // the next sub-stream's rows
+                    a = v.row(2 * pr) + cb * 32;
             const std::uint8_t* b = a + v.stride; // row 2pr + 1 (a pair never spans two groups)
             next.step();
             __m512i bc[RB];
@@ -107,6 +112,24 @@ KVSCOPE_BF16_TARGET inline void pvBlock(ScratchBf16& sc, std::int64_t r, std::in
             for (int j = 0; j < CB; ++j)
                 _mm512_storeu_ps(acc + (r + rb) * DV + (cb + j) * 16, o[rb][j]);
     }
+}
+
+/// O += P V for all R rows of the tile, in passes of 4, 2 and 1 rows (8 first for values over 256
+/// wide, MLA: half the unpacks per vdpbf16ps, MLA h 16 0.95-0.97, h 32 0.93 of the time from
+/// DRAM; g 8 not faster; NOTES.md, "twentieth session").
+template <int DV, bool Lanes, bool Gathered>
+KVSCOPE_BF16_TARGET inline void pvRows(ScratchBf16& sc, std::int64_t R, std::int64_t pairStep,
+                                       const RowMap& v, int pairs, SpreadTile& next) {
+    std::int64_t r = 0;
+    if constexpr (Lanes && DV > 256)
+        for (; r + 8 <= R; r += 8)
+            pvBlock<8, DV, Lanes, Gathered>(sc, r, pairStep, v, pairs, next);
+    for (; r + 4 <= R; r += 4)
+        pvBlock<4, DV, Lanes, Gathered>(sc, r, pairStep, v, pairs, next);
+    for (; r + 2 <= R; r += 2)
+        pvBlock<2, DV, Lanes, Gathered>(sc, r, pairStep, v, pairs, next);
+    for (; r < R; ++r)
+        pvBlock<1, DV, Lanes, Gathered>(sc, r, pairStep, v, pairs, next);
 }
 
 /// Every lane = the maximum of the 16 lanes.
@@ -382,20 +405,10 @@ KVSCOPE_BF16_TARGET void attendBf16Impl(const SegmentBf16& sg, ScratchBf16& sc) 
         const std::int64_t pairStep = Lanes ? R : 1;
         if constexpr (InterleavedV) {
             pvTileInterleaved<DV>(sg, sc, tr.v, pairs, next);
+        } else if (!Lanes && tr.v.posStride != tr.v.group() * tr.v.stride) {
+            pvRows<DV, Lanes, true>(sc, R, pairStep, tr.v, pairs, next);
         } else {
-            r = 0;
-            // Values over 256 wide (MLA) 8 rows a pass: half the unpacks per vdpbf16ps (MLA h 16
-            // 0.95-0.97, h 32 0.93 of the time from DRAM; g 8 not faster; NOTES.md, "twentieth
-            // session").
-            if constexpr (Lanes && DV > 256)
-                for (; r + 8 <= R; r += 8)
-                    pvBlock<8, DV, Lanes>(sc, r, pairStep, tr.v, pairs, next);
-            for (; r + 4 <= R; r += 4)
-                pvBlock<4, DV, Lanes>(sc, r, pairStep, tr.v, pairs, next);
-            for (; r + 2 <= R; r += 2)
-                pvBlock<2, DV, Lanes>(sc, r, pairStep, tr.v, pairs, next);
-            for (; r < R; ++r)
-                pvBlock<1, DV, Lanes>(sc, r, pairStep, tr.v, pairs, next);
+            pvRows<DV, Lanes, false>(sc, R, pairStep, tr.v, pairs, next);
         }
         next.finish();
     }

@@ -92,7 +92,7 @@ keyDots(const std::uint32_t* qT, const std::uint8_t* k, std::int64_t stride, __m
     for (int st = 0; st < DK / 4; st += 2) {
         const __m512bh q0 = asBh(_mm512_loadu_si512(qT + st * 16));
         const __m512bh q1 = asBh(_mm512_loadu_si512(qT + st * 16 + 16));
-        pf.issue(st / 2);
+        pf.issueContiguous(st / 2);
 #pragma GCC unroll 16
         for (int t = 0; t < TB; ++t) {
             ev[t] = _mm512_dpbf16_ps(ev[t], q0, keyWord(kt[t] + 8 * st));
@@ -121,7 +121,7 @@ halfDots(const std::uint32_t* qA, const std::uint32_t* qB, const std::uint8_t* k
     for (int st = 0; st < DK / 4; ++st) {
         const __m512bh qa = asBh(_mm512_loadu_si512(qA + st * 16));
         const __m512bh qb = asBh(_mm512_loadu_si512(qB + st * 16));
-        pf.issue(st);
+        pf.issueContiguous(st);
 #pragma GCC unroll 16
         for (int t = 0; t < TB; ++t) {
             const __m512bh kw = keyWord(kt[t] + 8 * st);
@@ -338,7 +338,7 @@ pvRegs(float* acc, std::int64_t accStride, const float* alpha, const std::uint32
 #pragma GCC unroll 8
         for (int j = 0; j < C; ++j)
             v[j] = asBh(_mm512_loadu_si512(vT + 16 * j));
-        pf.issue(pr);
+        pf.issueContiguous(pr);
 #pragma GCC unroll 8
         for (int i = 0; i < R; ++i) {
             const __m512bh b = asBh(_mm512_set1_epi32(int(p[i])));

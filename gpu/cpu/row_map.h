@@ -8,6 +8,15 @@
 #include <cstdlib>
 #include <cstring>
 
+/// Forces the prefetch helpers into the kernels' loops: a call there spills every vector
+/// accumulator (all zmm registers are caller-saved), which took the vdpbf16ps kernel's P·V to
+/// 1.3x its time when LineBatch::issue grew past GCC's inlining limit.
+#if defined(__GNUC__)
+#define KVSCOPE_ALWAYS_INLINE __attribute__((always_inline))
+#else
+#define KVSCOPE_ALWAYS_INLINE
+#endif
+
 namespace kvscope::gpu::detail::cpu {
 
 /// Where the K or V rows of a tile (the bf16 and portable kernels' 32 tokens) or a block (the
@@ -35,7 +44,7 @@ struct RowMap {
 /// Prefetches the line at p into L1. An asm statement, not __builtin_prefetch: GCC 12 takes a
 /// function whose only effect is __builtin_prefetch for a pure one and deletes its calls (the
 /// NextTile::prefetch below compiled to nothing that way).
-inline void prefetchL1(const void* p) {
+KVSCOPE_ALWAYS_INLINE inline void prefetchL1(const void* p) {
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
     __asm__ volatile("prefetcht0 %0" : : "m"(*static_cast<const char*>(p)));
 #else
@@ -56,10 +65,10 @@ struct NextTile {
     bool shared = false; // V is K's first columns (MLA): its lines are K's
     int shift = 0;       // 2^shift runs
     std::int64_t kRunStride = 0, vRunStride = 0;
-    const std::uint8_t* kLine(int q) const {
+    KVSCOPE_ALWAYS_INLINE const std::uint8_t* kLine(int q) const {
         return k + (q & ((1 << shift) - 1)) * kRunStride + std::int64_t(q >> shift) * 64;
     }
-    const std::uint8_t* vLine(int q) const {
+    KVSCOPE_ALWAYS_INLINE const std::uint8_t* vLine(int q) const {
         return v + (q & ((1 << shift) - 1)) * vRunStride + std::int64_t(q >> shift) * 64;
     }
 };
@@ -67,21 +76,42 @@ struct NextTile {
 /// Some of the next tile's cache lines, handed to one compute call that prefetches two of them
 /// per iteration of its loop (issue(it) for it < n), so they reach the memory at the rate of its
 /// work rather than in a burst between calls: iteration it takes line pair first + it (a K and a
-/// V line, or two K lines when V is K's).
+/// V line, or two K lines when V is K's). A contiguous tile's pairs are a + it step and
+/// b + it step, one add each; only a gathered tile's go through NextTile's run arithmetic. Why:
+/// computed through NextTile for every tile, the address arithmetic inside the score and P·V
+/// loops took the AMD host's vdpbf16ps kernel from DRAM to 1.29-1.48x its time at g 8-32 (NOTES.md,
+/// "twenty-sixth session").
 struct LineBatch {
-    const NextTile* t = nullptr;
+    const std::uint8_t *a = nullptr, *b = nullptr;
+    std::int64_t step = 0;
+    const NextTile* gathered = nullptr; // the tile, when its lines go round its runs
     int first = 0, n = 0;
     /// The two lines of iteration it.
-    const std::uint8_t* lineA(int it) const {
-        return t->kLine(t->shared ? 2 * (first + it) : first + it);
+    KVSCOPE_ALWAYS_INLINE const std::uint8_t* lineA(int it) const {
+        if (!gathered)
+            return a + it * step;
+        return gathered->kLine(gathered->shared ? 2 * (first + it) : first + it);
     }
-    const std::uint8_t* lineB(int it) const {
-        return t->shared ? t->kLine(2 * (first + it) + 1) : t->vLine(first + it);
+    KVSCOPE_ALWAYS_INLINE const std::uint8_t* lineB(int it) const {
+        if (!gathered)
+            return b + it * step;
+        return gathered->shared ? gathered->kLine(2 * (first + it) + 1)
+                                : gathered->vLine(first + it);
     }
-    void issue(int it) const {
+    KVSCOPE_ALWAYS_INLINE void issue(int it) const {
         if (it < n) {
             prefetchL1(lineA(it));
             prefetchL1(lineB(it));
+        }
+    }
+    /// issue() for the calls that only ever read contiguous tiles (the rows-in-lanes and
+    /// half-lane scores and P·V; attendBf16Impl gives them GatherPlan::contiguous): without the
+    /// gathered test in their unrolled loops, g 16 in L2 took 0.95x the time (NOTES.md,
+    /// "twenty-sixth session").
+    KVSCOPE_ALWAYS_INLINE void issueContiguous(int it) const {
+        if (it < n) {
+            prefetchL1(a + it * step);
+            prefetchL1(b + it * step);
         }
     }
 };
@@ -113,7 +143,7 @@ struct SpreadTile {
         rate = lastUnits > 0 ? ((std::int64_t(pairs) << 16) + lastUnits - 1) / lastUnits
                              : std::int64_t(perToken) << 16;
     }
-    void step() {
+    KVSCOPE_ALWAYS_INLINE void step() {
         ++units;
         due += rate;
         if ((due >> 16) > pair)
@@ -131,17 +161,31 @@ struct SpreadTile {
 
 private:
     /// The pairs from `pair` to `end`, prefetched now.
-    void prefetchUpTo(int end) {
+    KVSCOPE_ALWAYS_INLINE void prefetchUpTo(int end) {
         const LineBatch b = upTo(end);
-        for (int i = 0; i < b.n; ++i)
-            b.issue(i);
+        if (b.gathered)
+            for (int i = 0; i < b.n; ++i)
+                b.issue(i);
+        else
+            for (int i = 0; i < b.n; ++i)
+                b.issueContiguous(i);
     }
     /// The pairs from `pair` to `end`, handed out.
-    LineBatch upTo(int end) {
+    KVSCOPE_ALWAYS_INLINE LineBatch upTo(int end) {
         LineBatch b;
-        b.t = &next;
         b.first = pair;
         b.n = std::max(0, end - pair);
+        if (next.shift > 0) {
+            b.gathered = &next;
+        } else if (next.shared) {
+            b.a = next.k + 128 * std::int64_t(pair);
+            b.b = b.a + 64;
+            b.step = 128;
+        } else {
+            b.a = next.k + 64 * std::int64_t(pair);
+            b.b = next.v + 64 * std::int64_t(pair);
+            b.step = 64;
+        }
         pair += b.n;
         return b;
     }
