@@ -41,15 +41,13 @@ struct RowMap {
     }
 };
 
-/// Prefetches the line at p into L1. An asm statement, not __builtin_prefetch: GCC 12 takes a
-/// function whose only effect is __builtin_prefetch for a pure one and deletes its calls (the
-/// NextTile::prefetch below compiled to nothing that way).
+/// Prefetches the line at p into L1 (prefetcht0). Always inlined: GCC 12 takes an out-of-line
+/// function whose only effect is __builtin_prefetch for a pure one and deletes its calls. Not an
+/// asm statement any more: a volatile asm in the P·V loop kept SpreadTile's counters in memory
+/// and had MLA h 16 spill its V rows through the stack (in L2 1.16-1.20x the time of the kernel
+/// before gathered tiles, 1.03x with the builtin; NOTES.md, "twenty-sixth session").
 KVSCOPE_ALWAYS_INLINE inline void prefetchL1(const void* p) {
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-    __asm__ volatile("prefetcht0 %0" : : "m"(*static_cast<const char*>(p)));
-#else
     __builtin_prefetch(p, 0, 3);
-#endif
 }
 
 /// The next tile's K and V, for a kernel to prefetch into L1 while this tile computes
@@ -143,11 +141,14 @@ struct SpreadTile {
         rate = lastUnits > 0 ? ((std::int64_t(pairs) << 16) + lastUnits - 1) / lastUnits
                              : std::int64_t(perToken) << 16;
     }
-    KVSCOPE_ALWAYS_INLINE void step() {
+    /// Contiguous: the caller only ever runs with contiguous next tiles (the rows-in-lanes
+    /// tiles), so the gathered path stays out of its loop (MLA h 16 in L2 took 1.12x the time
+    /// with it, NOTES.md "twenty-sixth session").
+    template <bool Contiguous = false> KVSCOPE_ALWAYS_INLINE void step() {
         ++units;
         due += rate;
         if ((due >> 16) > pair)
-            prefetchUpTo(int(std::min<std::int64_t>(pairs, due >> 16)));
+            prefetchUpTo<Contiguous>(int(std::min<std::int64_t>(pairs, due >> 16)));
     }
     void take(int u, LineBatch& b) {
         units += u;
@@ -161,9 +162,9 @@ struct SpreadTile {
 
 private:
     /// The pairs from `pair` to `end`, prefetched now.
-    KVSCOPE_ALWAYS_INLINE void prefetchUpTo(int end) {
-        const LineBatch b = upTo(end);
-        if (b.gathered)
+    template <bool Contiguous = false> KVSCOPE_ALWAYS_INLINE void prefetchUpTo(int end) {
+        const LineBatch b = upTo<Contiguous>(end);
+        if (!Contiguous && b.gathered)
             for (int i = 0; i < b.n; ++i)
                 b.issue(i);
         else
@@ -171,11 +172,11 @@ private:
                 b.issueContiguous(i);
     }
     /// The pairs from `pair` to `end`, handed out.
-    KVSCOPE_ALWAYS_INLINE LineBatch upTo(int end) {
+    template <bool Contiguous = false> KVSCOPE_ALWAYS_INLINE LineBatch upTo(int end) {
         LineBatch b;
         b.first = pair;
         b.n = std::max(0, end - pair);
-        if (next.shift > 0) {
+        if (!Contiguous && next.shift > 0) {
             b.gathered = &next;
         } else if (next.shared) {
             b.a = next.k + 128 * std::int64_t(pair);
