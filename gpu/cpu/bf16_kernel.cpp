@@ -133,6 +133,17 @@ KVSCOPE_BF16_TARGET inline void pvRows(ScratchBf16& sc, std::int64_t R, std::int
         pvBlock<1, DV, Lanes, Gathered>(sc, r, pairStep, v.base, v.stride, v, pairs, next);
 }
 
+/// pvRows in a function of its own, for MLA's 512-wide V: inlined into attendBf16Impl, its 8-row
+/// passes spilled V rows through the stack (h 16 1.16x the time in L2; out of line 1.00x of the
+/// kernel before gathered tiles), while the GQA row kernels ran 1.05-1.12x slower out of line
+/// (NOTES.md, "twenty-sixth session").
+template <int DV, bool Lanes, bool Gathered>
+KVSCOPE_BF16_TARGET __attribute__((noinline)) void
+pvRowsApart(ScratchBf16& sc, std::int64_t R, std::int64_t pairStep, const RowMap& v, int pairs,
+            SpreadTile& next) {
+    pvRows<DV, Lanes, Gathered>(sc, R, pairStep, v, pairs, next);
+}
+
 /// Every lane = the maximum of the 16 lanes.
 KVSCOPE_BF16_TARGET inline __m512 broadcastMax(__m512 x) {
     x = _mm512_max_ps(x, _mm512_shuffle_f32x4(x, x, 0x4e));
@@ -408,6 +419,8 @@ KVSCOPE_BF16_TARGET void attendBf16Impl(const SegmentBf16& sg, ScratchBf16& sc) 
             pvTileInterleaved<DV>(sg, sc, tr.v, pairs, next);
         } else if (!Lanes && tr.v.posStride != tr.v.group() * tr.v.stride) {
             pvRows<DV, Lanes, true>(sc, R, pairStep, tr.v, pairs, next);
+        } else if constexpr (DV > 256) {
+            pvRowsApart<DV, Lanes, false>(sc, R, pairStep, tr.v, pairs, next);
         } else {
             pvRows<DV, Lanes, false>(sc, R, pairStep, tr.v, pairs, next);
         }
