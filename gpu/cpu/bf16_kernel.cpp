@@ -75,8 +75,8 @@ KVSCOPE_BF16_TARGET inline __attribute__((always_inline)) __m512 transposeSum16(
 /// [row][pair] (pairStep 1).
 template <int RB, int DV, bool Lanes, bool Gathered>
 KVSCOPE_BF16_TARGET inline void pvBlock(ScratchBf16& sc, std::int64_t r, std::int64_t pairStep,
-                                        const std::uint8_t* v0, std::int64_t stride,
                                         const RowMap& v, int pairs, SpreadTile& next) {
+    const std::int64_t stride = v.stride; // read once, not through v in the loop
     constexpr int NVC = DV / 16;
     constexpr int CB = 16 / RB < NVC ? 16 / RB : NVC; // output vectors per pass (even)
     constexpr std::int64_t rowStep = Lanes ? 1 : kBf16Tile / 2;
@@ -89,7 +89,7 @@ KVSCOPE_BF16_TARGET inline void pvBlock(ScratchBf16& sc, std::int64_t r, std::in
                 o[rb][j] = _mm512_mul_ps(_mm512_loadu_ps(acc + (r + rb) * DV + (cb + j) * 16), al);
         }
         const std::uint32_t* p = sc.p.data() + r * rowStep;
-        const std::uint8_t* a = v0 + cb * 32;
+        const std::uint8_t* a = v.base + cb * 32;
         for (int pr = 0; pr < pairs; ++pr, p += pairStep, a += 2 * stride) {
             if constexpr (Gathered)
                 if (pr > 0 && (2 * pr & (v.group() - 1)) == 0) // the next sub-stream's rows
@@ -124,13 +124,13 @@ KVSCOPE_BF16_TARGET inline void pvRows(ScratchBf16& sc, std::int64_t R, std::int
     std::int64_t r = 0;
     if constexpr (Lanes && DV > 256)
         for (; r + 8 <= R; r += 8)
-            pvBlock<8, DV, Lanes, Gathered>(sc, r, pairStep, v.base, v.stride, v, pairs, next);
+            pvBlock<8, DV, Lanes, Gathered>(sc, r, pairStep, v, pairs, next);
     for (; r + 4 <= R; r += 4)
-        pvBlock<4, DV, Lanes, Gathered>(sc, r, pairStep, v.base, v.stride, v, pairs, next);
+        pvBlock<4, DV, Lanes, Gathered>(sc, r, pairStep, v, pairs, next);
     for (; r + 2 <= R; r += 2)
-        pvBlock<2, DV, Lanes, Gathered>(sc, r, pairStep, v.base, v.stride, v, pairs, next);
+        pvBlock<2, DV, Lanes, Gathered>(sc, r, pairStep, v, pairs, next);
     for (; r < R; ++r)
-        pvBlock<1, DV, Lanes, Gathered>(sc, r, pairStep, v.base, v.stride, v, pairs, next);
+        pvBlock<1, DV, Lanes, Gathered>(sc, r, pairStep, v, pairs, next);
 }
 
 /// pvRows in a function of its own, for MLA's 512-wide V: inlined into attendBf16Impl, its 8-row
