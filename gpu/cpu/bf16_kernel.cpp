@@ -435,7 +435,11 @@ KVSCOPE_BF16_TARGET void attendBf16Impl(const SegmentBf16& sg, ScratchBf16& sc) 
 /// host of NOTES.md, "seventeenth session", B / A, with 24-position row-in-lanes blocks): GQA g 16
 /// 0.89 in L2, 0.98 from DRAM; g 32 0.86 / 0.92; fp8 g 16 0.97 from DRAM; MLA h 16 1.05 / 1.19,
 /// h 128 0.95 / 0.93; the 4 x 96 register blocks then bought g 16 0.94-0.96 in L2, fp8 g 16 0.92,
-/// MLA h 128 0.95 and kept MLA h 16 behind pvBlock (1.05).
+/// MLA h 128 0.95 and kept MLA h 16 behind pvBlock (1.05). Streams of 8 rows (half lanes) take
+/// the same P·V for V up to 256 wide (attendBf16): 4 x 96 register blocks load 0.42 values or
+/// weights per vdpbf16ps against pvBlock's 0.75. With V in token pairs, paired from DRAM against
+/// pvBlock (NOTES.md, "twenty-seventh session"): bf16 g 8 0.86-0.90, fp8 g 8 0.97; with V
+/// interleaved into scratch per tile (KVSCOPE_CPU_PAIRED_V=0, or an odd context) 1.07.
 inline bool interleavedValues(std::int64_t rows, std::int64_t valueDim) {
     return valueDim <= 256 || rows >= 128;
 }
@@ -468,8 +472,8 @@ bool attendBf16(const SegmentBf16& sg, std::int64_t keyDim, std::int64_t valueDi
     if (keyDim == K && valueDim == V) {                                                            \
         if (bf16ScoresInRows(sg.rows))                                                             \
             attendBf16Impl<K, V, false, false>(sg, sc);                                            \
-        else if (sg.rows % 16 != 0) /* 8 rows in half lanes */                                     \
-            attendBf16Impl<K, V, true, false, true>(sg, sc);                                       \
+        else if (sg.rows % 16 != 0) /* 8 rows in half lanes; P·V in lanes to V 256 */             \
+            attendBf16Impl<K, V, true, (V <= 256), true>(sg, sc);                                  \
         else if (interleavedValues(sg.rows, V))                                                    \
             attendBf16Impl<K, V, true, true>(sg, sc);                                              \
         else                                                                                       \
@@ -514,7 +518,7 @@ bool pairedValuesEnabled() {
 }
 
 bool bf16PairedValues(std::int64_t rows, std::int64_t valueDim) {
-    return pairedValuesEnabled() && rows > 0 && rows % 16 == 0 && valueDim <= 256;
+    return pairedValuesEnabled() && rows > 0 && !bf16ScoresInRows(rows) && valueDim <= 256;
 }
 
 bool bf16DotEnabled() {

@@ -53,8 +53,9 @@ bool cpuHasBf16Dot();
 /// KVSCOPE_CPU_KERNEL=fp32 forces the portable fp32 kernel (for comparisons and tests).
 bool bf16DotEnabled();
 /// Whether the kernel takes V in token pairs (SegmentBf16::valuesPaired) for a GQA stream of
-/// `rows` query rows: the rows-in-lanes P·V, which otherwise interleaves every tile's V into
-/// scratch first. KVSCOPE_CPU_PAIRED_V=0 turns it off (A/B).
+/// `rows` query rows: the rows-in-lanes P·V of streams of 16k rows and of 8 rows (half lanes),
+/// which otherwise interleaves every tile's V into scratch first. KVSCOPE_CPU_PAIRED_V=0 turns
+/// it off (A/B).
 bool bf16PairedValues(std::int64_t rows, std::int64_t valueDim);
 /// KVSCOPE_CPU_PAIRED_V: on unless "0" (A/B); both kernels' paired-V rules (bf16PairedValues,
 /// amxPairedValues) read it.

@@ -241,8 +241,8 @@ private:
         bf16Dot_ = bf16DotEnabled() && (s.dtype == KvDtype::Bf16 || s.dtype == KvDtype::Fp8E4m3);
         amx_ = bf16Dot_ && amxServes(s.kind == Attention::Mla ? s.qHeads : s.groupSize(), s.dtype);
         // V stored in token pairs where the kernel reads it so (the vdpbf16ps kernel's GQA
-        // streams of 16k rows, the AMX kernel's per amxPairedValues): no interleave per tile.
-        // The splits then start at even tokens, and S must be even.
+        // streams of 16k and of 8 rows, the AMX kernel's per amxPairedValues): no interleave per
+        // tile. The splits then start at even tokens, and S must be even.
         pairedValues_ = bf16Dot_ && s.kind == Attention::Gqa && s.context % 2 == 0 &&
                         (amx_ ? amxPairedValues(s.groupSize(), s.dtype)
                               : bf16PairedValues(s.groupSize(), s.valueDim()));
