@@ -354,12 +354,12 @@ pvRegs(float* acc, std::int64_t accStride, const float* alpha, const std::uint32
             _mm512_storeu_ps(acc + i * accStride + 16 * j, o[i][j]);
 }
 
-/// O += P V for every row of a rows-in-lanes stream: per chunk of kLanesChunk value positions,
-/// the chunk's V pairs interleaved once (small enough to stay in L1 beside MLA's 576-wide K
-/// tile), then register blocks of 4 rows x 96 positions (a 64-position rest: 4 x 64, a
-/// 32-position one: 8 x 32), 16-24 chains each; every block prefetches its share of `next`, a
-/// line pair per token pair. V already in token pairs (sg.valuesPaired) is read in place, in
-/// column order.
+/// O += P V for every row of a rows-in-lanes or half-lane stream (weights as [pair][rows]): per
+/// chunk of kLanesChunk value positions, the chunk's V pairs interleaved once (small enough to stay
+/// in L1 beside MLA's 576-wide K tile), then register blocks of 4 rows x 96 positions (a
+/// 64-position rest: 4 x 64, a 32-position one: 8 x 32), 16-24 chains each; every block prefetches
+/// its share of `next`, a line pair per token pair. V already in token pairs (sg.valuesPaired) is
+/// read in place, in column order.
 template <int DV>
 KVSCOPE_BF16_TARGET inline void pvTileInterleaved(const SegmentBf16& sg, ScratchBf16& sc,
                                                   const RowMap& v, int pairs, SpreadTile& next) {
