@@ -417,7 +417,7 @@ KVSCOPE_BF16_TARGET void attendBf16Impl(const SegmentBf16& sg, ScratchBf16& sc) 
         const std::int64_t pairStep = Lanes ? R : 1;
         if constexpr (InterleavedV) {
             pvTileInterleaved<DV>(sg, sc, tr.v, pairs, next);
-        } else if (!Lanes && tr.v.posStride != tr.v.group() * tr.v.stride) {
+        } else if (!Lanes && !tr.v.contiguousRows()) {
             pvRows<DV, Lanes, true>(sc, R, pairStep, tr.v, pairs, next);
         } else if constexpr (DV > 256) {
             pvRowsApart<DV, Lanes, false>(sc, R, pairStep, tr.v, pairs, next);
@@ -440,7 +440,7 @@ KVSCOPE_BF16_TARGET void attendBf16Impl(const SegmentBf16& sg, ScratchBf16& sc) 
 /// weights per vdpbf16ps against pvBlock's 0.75. With V in token pairs, paired from DRAM against
 /// pvBlock (NOTES.md, "twenty-seventh session"): bf16 g 8 0.86-0.90, fp8 g 8 0.97; with V
 /// interleaved into scratch per tile (KVSCOPE_CPU_PAIRED_V=0, or an odd context) 1.07.
-inline bool interleavedValues(std::int64_t rows, std::int64_t valueDim) {
+constexpr bool interleavedValues(std::int64_t rows, std::int64_t valueDim) {
     return valueDim <= 256 || rows >= 128;
 }
 
@@ -473,7 +473,7 @@ bool attendBf16(const SegmentBf16& sg, std::int64_t keyDim, std::int64_t valueDi
         if (bf16ScoresInRows(sg.rows))                                                             \
             attendBf16Impl<K, V, false, false>(sg, sc);                                            \
         else if (sg.rows % 16 != 0) /* 8 rows in half lanes; P·V in lanes to V 256 */             \
-            attendBf16Impl<K, V, true, (V <= 256), true>(sg, sc);                                  \
+            attendBf16Impl<K, V, true, interleavedValues(8, V), true>(sg, sc);                     \
         else if (interleavedValues(sg.rows, V))                                                    \
             attendBf16Impl<K, V, true, true>(sg, sc);                                              \
         else                                                                                       \

@@ -257,7 +257,7 @@ inline void stageRows(const RowMap& src, int n, int rows, int width, bool fp8, F
     // Contiguous fp8 rows go through one decoder call: a call per group of 8 rows paid its
     // prologue (tables and constants into registers) 8 times per tile. Paired from DRAM (NOTES.md,
     // "twenty-seventh session"): fp8 g 1 0.94, g 2 0.97, g 16 0.92, g 4 and 8 1.01.
-    if (fp8 && src.posStride == src.group() * src.stride) {
+    if (fp8 && src.contiguousRows()) {
         stageFp8Rows(src.base, src.stride, n, rows, width, dst, dec);
         return;
     }

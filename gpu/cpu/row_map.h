@@ -36,6 +36,8 @@ struct RowMap {
         return base + (r >> shift) * posStride + (r & ((1 << shift) - 1)) * stride;
     }
     int group() const { return 1 << shift; }
+    /// Every row `stride` bytes after the one before (the groups back to back).
+    bool contiguousRows() const { return posStride == group() * stride; }
     static RowMap contiguous(const std::uint8_t* p, std::int64_t rowBytes, int shift) {
         return {p, rowBytes, (std::int64_t(1) << shift) * rowBytes, shift};
     }
