@@ -39,7 +39,8 @@ template <class Segment> void setGathered(Segment& sg, bool on) {
         sg.gathered = on;
 }
 
-/// The portable kernel on fp16 / fp32 KV; q pre-scaled as the engine does (scale · log2 e).
+/// The portable kernel (fp16 / fp32 KV, and every dtype where the bf16 dot-product kernel is not
+/// enabled, as the engine picks); q pre-scaled as the engine does (scale · log2 e).
 void runPortable(const AbShape& shape, const std::uint16_t* q, const std::uint8_t* k,
                  const std::uint8_t* v, std::int64_t tokens, float* out, float* lse, AbScratch* s) {
     using namespace kvscope::gpu::detail::cpu;
@@ -77,7 +78,7 @@ void AB_CAT(abRun, AB_VARIANT)(const AbShape& shape, const std::uint16_t* q, con
                                const std::uint8_t* v, std::int64_t tokens, float* out, float* lse,
                                AbScratch* s) {
     using namespace kvscope::gpu::detail::cpu;
-    if (shape.dtype == KvDtype::Fp16 || shape.dtype == KvDtype::Fp32) {
+    if (shape.dtype == KvDtype::Fp16 || shape.dtype == KvDtype::Fp32 || !bf16DotEnabled()) {
         runPortable(shape, q, k, v, tokens, out, lse, s);
         return;
     }
