@@ -79,6 +79,9 @@ std::unique_ptr<Engine> makeCpuEngine();
 /// code that differs from the exact scalar table, -1 if none, -2 if this CPU or build has no
 /// AVX512_BF16 kernel (for tests: random inputs in [-1, 1) never reach codes >= 0x40).
 int cpuFp8VectorMismatch();
+/// The same for the portable kernel's fp8 -> fp32 decoder at a vector width (16, 8 or 4): -1 if
+/// all 256 codes match the scalar reference bit for bit, -2 where the CPU has no such width.
+int cpuPortableFp8Mismatch(int width);
 /// The CPU engine's AMX kernel can run here (AMX-BF16 and the tile state granted by Linux).
 bool cpuHasAmxKernel();
 #if KVSCOPE_HAVE_CUDA

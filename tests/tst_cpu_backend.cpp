@@ -502,6 +502,23 @@ private Q_SLOTS:
         QCOMPARE(mismatch, -1);
     }
 
+    /// The portable kernel's fp8 -> fp32 decoder (the kernel of CPUs without AVX512_BF16), all
+    /// 256 codes at every vector width this CPU has, against the scalar reference bit for bit.
+    void portableFp8DecodeIsExact() {
+        int widths = 0;
+        for (const int w : {4, 8, 16}) {
+            const int mismatch = detail::cpuPortableFp8Mismatch(w);
+            if (mismatch == -2)
+                continue;
+            ++widths;
+            QVERIFY2(mismatch == -1, qPrintable(QStringLiteral("width %1: code 0x%2 differs")
+                                                    .arg(w)
+                                                    .arg(mismatch, 2, 16, QLatin1Char('0'))));
+        }
+        QVERIFY(widths >= 1); // the 4-wide build runs everywhere
+        QCOMPARE(detail::cpuPortableFp8Mismatch(5), -2);
+    }
+
     void jsonRoundTrip() {
         sharedCeilings();
         Backend* b = shared_.get();

@@ -474,6 +474,9 @@ std::unique_ptr<Engine> makeCpuEngine() {
 int cpuFp8VectorMismatch() {
     return cpu::fp8VectorMismatch();
 }
+int cpuPortableFp8Mismatch(int width) {
+    return cpu::portableFp8Mismatch(width);
+}
 
 bool cpuHasAmxKernel() {
     return cpu::cpuHasAmx();

@@ -53,12 +53,16 @@ KVSCOPE_PK_INLINE void scratchRows(const float* rows, std::int64_t width, TileRo
         out.row[t] = reinterpret_cast<const std::uint8_t*>(rows + t * width);
 }
 
-/// W elements from c of a row stored as S (fp32, fp16 or bf16) in fp32.
+/// W elements from c of a row stored as S (fp32, fp16, bf16 or fp8 e4m3) in fp32.
 template <int W, KvDtype S>
 KVSCOPE_PK_INLINE typename Lanes<W>::F loadRowW(const std::uint8_t* row, int c) {
     if constexpr (S == KvDtype::Fp32) {
         return loadW<W>(reinterpret_cast<const float*>(row) + c);
     } else if constexpr (S == KvDtype::Bf16) {
+#if defined(__GNUC__) && defined(__x86_64__)
+        if constexpr (W == 8 || W == 16)
+            return bf16ToFloatW<W>(row + 2 * c);
+#endif
         typedef std::uint16_t H __attribute__((vector_size(W * 2)));
         H h;
         std::memcpy(&h, row + 2 * c, sizeof h);
@@ -66,6 +70,8 @@ KVSCOPE_PK_INLINE typename Lanes<W>::F loadRowW(const std::uint8_t* row, int c) 
         typename Lanes<W>::F f;
         std::memcpy(&f, &bits, sizeof f);
         return f;
+    } else if constexpr (S == KvDtype::Fp8E4m3) {
+        return fp8ToFloatW<W>(row + c);
     } else {
         static_assert(S == KvDtype::Fp16);
 #if defined(__GNUC__) && defined(__x86_64__)
@@ -85,7 +91,7 @@ KVSCOPE_PK_INLINE void convertTile(const RowMap& src, std::int64_t n, float* dst
 }
 
 /// Decodes n <= kTileTokens rows of N elements, row i read through `src` (contiguous or
-/// gathered, row_map.h), into fp32 rows N apart: fp16, bf16 and fp32 W values at a time in
+/// gathered, row_map.h), into fp32 rows N apart: fp16, bf16, fp8 and fp32 W values at a time in
 /// this width's instruction set (against a call per row to decode.h's decoder: fp16 K + V at
 /// d 128 took 20-22 ns per token, more than the scores, softmax and P V of 4 query rows).
 template <int W, int N>
@@ -106,7 +112,8 @@ KVSCOPE_PK_INLINE void decodeTile(KvDtype dtype, const RowMap& src, std::int64_t
             std::memcpy(dst + i * N, src.row(int(i)), N * sizeof(float));
         return;
     case KvDtype::Fp8E4m3:
-        break;
+        convertTile<W, N, KvDtype::Fp8E4m3>(src, n, dst);
+        return;
     }
     for (std::int64_t i = 0; i < n; ++i)
         decodeRow(dtype, src.row(int(i)), dst + i * N, N);
@@ -155,6 +162,16 @@ KVSCOPE_PK_INLINE void scoreRows(const float* q, std::int64_t r0, std::int64_t n
     for (int i = 0; i < W; ++i)
         acc[i] = F{};
     for (int c = 0; c < DK; c += W) {
+        // One row, bf16 or fp8 rows (a conversion of 2-5 ops into temporaries): each key vector
+        // converted where it is used. Loaded first, the 8 keys, 8 sums and q took 17 of AVX2's 16
+        // registers, and GCC kept one sum on the stack (a store-to-load chain per step); bf16
+        // g 1 from DRAM took 0.82 of the time (NOTES.md, "twenty-eighth session").
+        if constexpr (RB == 1 && (S == KvDtype::Bf16 || S == KvDtype::Fp8E4m3)) {
+            const F qv = loadW<W>(qr[0] + c);
+            for (int t = 0; t < TB; ++t)
+                acc[t] += qv * loadRowW<W, S>(k.row[t0 + t], c);
+            continue;
+        }
         F kv[TB];
         for (int t = 0; t < TB; ++t)
             kv[t] = loadRowW<W, S>(k.row[t0 + t], c);
@@ -427,10 +444,10 @@ KVSCOPE_PK_INLINE void wideTile(const float* kf, const TileRows& v, std::int64_t
 /// 0.92-0.99 of the decoded tile's time). The wide layout: fp32 V rows (one row pointer per token
 /// of a P V pass), never K: its scores broadcast from 8-16 rows per key element, and through a
 /// row table GCC reloads every row pointer per element (16 pointer loads per 16 FMAs at g 16),
-/// where a decoded tile is one base and constant offsets. fp8 is decoded through a table.
+/// where a decoded tile is one base and constant offsets. fp8 as the others (fp8ToFloatW).
 template <int W> KVSCOPE_PK_INLINE bool readsKeysDirectly(const Segment& sg, bool wide) {
     return !wide && (sg.dtype == KvDtype::Fp32 || sg.dtype == KvDtype::Bf16 ||
-                     (sg.dtype == KvDtype::Fp16 && W >= 8));
+                     sg.dtype == KvDtype::Fp8E4m3 || (sg.dtype == KvDtype::Fp16 && W >= 8));
 }
 template <int W> KVSCOPE_PK_INLINE bool readsValuesDirectly(const Segment& sg, bool wide) {
     return readsKeysDirectly<W>(sg, wide) || (wide && sg.dtype == KvDtype::Fp32);
@@ -501,6 +518,9 @@ KVSCOPE_PK_INLINE void attendPortable(const Segment& sg, Scratch& sc) {
             case KvDtype::Bf16:
                 narrowTile<W, DK, DV, KvDtype::Bf16>(sg, kr, vr, n, sc, next);
                 break;
+            case KvDtype::Fp8E4m3:
+                narrowTile<W, DK, DV, KvDtype::Fp8E4m3>(sg, kr, vr, n, sc, next);
+                break;
             default:
                 narrowTile<W, DK, DV, KvDtype::Fp32>(sg, kr, vr, n, sc, next);
                 break;
@@ -516,6 +536,24 @@ KVSCOPE_PK_INLINE void attendPortable(const Segment& sg, Scratch& sc) {
 template <int W, int DK, int DV>
 KVSCOPE_PK_TARGET __attribute__((noinline)) void runPortable(const Segment& sg, Scratch& sc) {
     attendPortable<W, DK, DV>(sg, sc);
+}
+
+/// The first of the 256 fp8 e4m3 codes that fp8ToFloatW decodes to other bits than
+/// num::fp8e4m3ToFloat, or -1.
+template <int W> KVSCOPE_PK_TARGET __attribute__((noinline)) int fp8DecodeMismatch() {
+    alignas(64) std::uint8_t codes[256];
+    for (int i = 0; i < 256; ++i)
+        codes[i] = std::uint8_t(i);
+    for (int i = 0; i < 256; i += W) {
+        float lanes[W];
+        storeW<W>(lanes, fp8ToFloatW<W>(codes + i));
+        for (int j = 0; j < W; ++j) {
+            const float want = num::fp8e4m3ToFloat(codes[i + j]);
+            if (std::memcmp(&lanes[j], &want, sizeof want) != 0)
+                return i + j;
+        }
+    }
+    return -1;
 }
 
 template <int W> PortableKernel portableKernelFor(std::int64_t keyDim, std::int64_t valueDim) {

@@ -47,4 +47,16 @@ PortableKernel portableKernel(int width, std::int64_t keyDim, std::int64_t value
     return w4::portableKernelFor<4>(keyDim, valueDim);
 }
 
+int portableFp8Mismatch(int width) {
+#if defined(__GNUC__) && defined(__x86_64__)
+    if (width == 16)
+        return __builtin_cpu_supports("avx512f") ? w16::fp8DecodeMismatch<16>() : -2;
+    if (width == 8)
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")
+                   ? w8::fp8DecodeMismatch<8>()
+                   : -2;
+#endif
+    return width == 4 ? w4::fp8DecodeMismatch<4>() : -2;
+}
+
 } // namespace kvscope::gpu::detail::cpu

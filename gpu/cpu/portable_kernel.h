@@ -50,6 +50,10 @@ using PortableKernel = void (*)(const Segment&, Scratch&);
 /// else 4. KVSCOPE_CPU_VECTOR=4|8|16 narrows it (tests run every width the CPU can).
 int portableWidth();
 
+/// The first fp8 e4m3 code the width's vector decoder converts to other bits than the scalar
+/// reference (num::fp8e4m3ToFloat), -1 if none, -2 if this CPU or build has no such width.
+int portableFp8Mismatch(int width);
+
 /// The kernel for a width and key/value widths (GQA 64/128/256, MLA 576/512), nullptr else.
 PortableKernel portableKernel(int width, std::int64_t keyDim, std::int64_t valueDim);
 

@@ -1,5 +1,5 @@
 // The portable kernel's W-wide vector helpers (loads, splats, reductions, exp2, the
-// transpose-sum tree, the fp16 decode), included by portable_body.h inside its per-width
+// transpose-sum tree, the fp16 and fp8 decodes), included by portable_body.h inside its per-width
 // namespace, after KVSCOPE_PK_INLINE (always_inline plus the width's target) is defined: like
 // the body, one copy per width, each built for that width's instruction set. No include guard.
 #if !defined(KVSCOPE_PK_INLINE)
@@ -148,3 +148,66 @@ template <int W> KVSCOPE_PK_INLINE typename Lanes<W>::F fp16ToFloatW(const std::
     return v;
 }
 #endif
+
+/// bf16 -> fp32 of W values at p: one zero-extending load (vpmovzxwd) and a shift. GCC 12 built
+/// __builtin_convertvector of 8 uint16 for AVX2 as two 128-bit vpmovzxwd, a byte shift and an
+/// insert, and the bf16 kernel spent most of its P V on them.
+#if defined(__GNUC__) && defined(__x86_64__)
+template <int W> KVSCOPE_PK_INLINE typename Lanes<W>::F bf16ToFloatW(const std::uint8_t* p) {
+    typename Lanes<W>::F v;
+    if constexpr (W == 16) {
+        const __m512i r = _mm512_slli_epi32(
+            _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16);
+        std::memcpy(&v, &r, sizeof v);
+    } else {
+        static_assert(W == 8);
+        const __m256i r = _mm256_slli_epi32(
+            _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16);
+        std::memcpy(&v, &r, sizeof v);
+    }
+    return v;
+}
+#endif
+
+/// fp8 e4m3 -> fp32 of W values at p, exactly as num::fp8e4m3ToFloat (every one of the 256 codes,
+/// 0x7f / 0xff included, which the reference reads as +-480). With F16C (the AVX-512 and AVX2
+/// widths): the code's magnitude shifted to bits 7..13 is an fp16 whose exponent is the code's
+/// less 8 (bias 15 against 7), subnormals included, so vcvtph2ps and a multiply by 2^8 give the
+/// value; the sign-extended byte carries the sign to bit 15 and bit 14 is cleared. Three integer
+/// ops per 8 or 16 values, no table: a scalar decode per element left the kernel at a few % of
+/// the read ceiling. Elsewhere the reference's arithmetic on W lanes.
+template <int W> KVSCOPE_PK_INLINE typename Lanes<W>::F fp8ToFloatW(const std::uint8_t* p) {
+    typename Lanes<W>::F v;
+#if defined(__GNUC__) && defined(__x86_64__)
+    if constexpr (W == 16 || W == 8) {
+        const __m128i c = W == 16 ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(p))
+                                  : _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+        if constexpr (W == 16) {
+            const __m256i h = _mm256_and_si256(_mm256_slli_epi16(_mm256_cvtepi8_epi16(c), 7),
+                                               _mm256_set1_epi16(std::int16_t(0xbf80)));
+            const __m512 r = _mm512_mul_ps(_mm512_cvtph_ps(h), _mm512_set1_ps(256.0f));
+            std::memcpy(&v, &r, sizeof v);
+        } else {
+            const __m128i h = _mm_and_si128(_mm_slli_epi16(_mm_cvtepi8_epi16(c), 7),
+                                            _mm_set1_epi16(std::int16_t(0xbf80)));
+            const __m256 r = _mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_set1_ps(256.0f));
+            std::memcpy(&v, &r, sizeof v);
+        }
+        return v;
+    }
+#endif
+    using I = typename Lanes<W>::I;
+    typedef std::uint8_t B __attribute__((vector_size(W)));
+    B b;
+    std::memcpy(&b, p, sizeof b);
+    const I x = __builtin_convertvector(b, I);
+    const I em = x & 0x7f;
+    const I normal = (em << 20) + ((127 - 7) << 23);
+    const typename Lanes<W>::F sub =
+        __builtin_convertvector(em & 7, typename Lanes<W>::F) * 0.001953125f; // 2^-9
+    I subBits;
+    std::memcpy(&subBits, &sub, sizeof subBits);
+    const I bits = (em >= 8 ? normal : subBits) | ((x & 0x80) << 24);
+    std::memcpy(&v, &bits, sizeof v);
+    return v;
+}
