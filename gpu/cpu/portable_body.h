@@ -444,10 +444,14 @@ KVSCOPE_PK_INLINE void wideTile(const float* kf, const TileRows& v, std::int64_t
 /// 0.92-0.99 of the decoded tile's time). The wide layout: fp32 V rows (one row pointer per token
 /// of a P V pass), never K: its scores broadcast from 8-16 rows per key element, and through a
 /// row table GCC reloads every row pointer per element (16 pointer loads per 16 FMAs at g 16),
-/// where a decoded tile is one base and constant offsets. fp8 as the others (fp8ToFloatW).
+/// where a decoded tile is one base and constant offsets. fp8 (fp8ToFloatW, 5 ops per 8 values on
+/// AVX2 against vcvtph2ps's one) only below 4 rows: from 4 rows on the 2-row score passes decode
+/// K more than once (paired on the AVX2 host of NOTES.md, "twenty-eighth session", decoded tile
+/// against direct: g 4 0.98, g 8 0.79, g 12 0.72).
 template <int W> KVSCOPE_PK_INLINE bool readsKeysDirectly(const Segment& sg, bool wide) {
-    return !wide && (sg.dtype == KvDtype::Fp32 || sg.dtype == KvDtype::Bf16 ||
-                     sg.dtype == KvDtype::Fp8E4m3 || (sg.dtype == KvDtype::Fp16 && W >= 8));
+    return !wide &&
+           (sg.dtype == KvDtype::Fp32 || sg.dtype == KvDtype::Bf16 ||
+            (sg.dtype == KvDtype::Fp8E4m3 && sg.rows < 4) || (sg.dtype == KvDtype::Fp16 && W >= 8));
 }
 template <int W> KVSCOPE_PK_INLINE bool readsValuesDirectly(const Segment& sg, bool wide) {
     return readsKeysDirectly<W>(sg, wide) || (wide && sg.dtype == KvDtype::Fp32);
