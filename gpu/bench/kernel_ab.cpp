@@ -48,48 +48,41 @@ void fill(std::uint8_t* dst, std::int64_t n, kvscope::gpu::KvDtype dtype, std::u
     kvscope::gpu::detail::cpu::fillInputs(dtype, dst, 0, n, seed, tensor, scale);
 }
 
+template <int N> struct Floats { typedef float V __attribute__((vector_size(4 * N))); };
+
 /// The K (and V) bytes read with no compute: 2 streams, 2 lines per step, no software prefetch
 /// (on the AMD host of NOTES.md, "nineteenth session", a plain 2-stream read with a prefetcht0
 /// per line 1-8 KiB ahead took 1.23-1.29x the time of the same read without; the read
-/// ceiling's winner there has none either).
-__attribute__((target("avx512f"), noinline)) float
-readRows512(const std::uint8_t* k, const std::uint8_t* v, std::int64_t bytes) {
-    __m512 a = _mm512_setzero_ps(), b = a;
-    for (std::int64_t i = 0; i < bytes; i += 128) {
-        a = _mm512_add_ps(a, _mm512_load_ps(reinterpret_cast<const float*>(k + i)));
-        a = _mm512_add_ps(a, _mm512_load_ps(reinterpret_cast<const float*>(k + i + 64)));
+/// ceiling's winner there has none either). N floats per load (16: AVX-512, 8: AVX), inlined into
+/// each width's function, whose target the vector code is built for.
+template <int N>
+inline __attribute__((always_inline)) float readRowsAs(const std::uint8_t* k, const std::uint8_t* v,
+                                                       std::int64_t bytes) {
+    using V = typename Floats<N>::V;
+    constexpr int step = 4 * N;
+    V a{}, b{};
+    for (std::int64_t i = 0; i < bytes; i += 2 * step) {
+        a += *reinterpret_cast<const V*>(k + i);
+        a += *reinterpret_cast<const V*>(k + i + step);
         if (v != k) {
-            b = _mm512_add_ps(b, _mm512_load_ps(reinterpret_cast<const float*>(v + i)));
-            b = _mm512_add_ps(b, _mm512_load_ps(reinterpret_cast<const float*>(v + i + 64)));
+            b += *reinterpret_cast<const V*>(v + i);
+            b += *reinterpret_cast<const V*>(v + i + step);
         }
     }
-    // Summed through memory: GCC 12's _mm512_reduce_add_ps warns about its own uninitialised
-    // temporary (-Wuninitialized) under -O3.
-    alignas(64) float lanes[16];
-    _mm512_store_ps(lanes, _mm512_add_ps(a, b));
+    const V s = a + b;
     float sum = 0;
-    for (float x : lanes)
-        sum += x;
+    for (int j = 0; j < N; ++j)
+        sum += s[j];
     return sum;
+}
+__attribute__((target("avx512f"), noinline)) float
+readRows512(const std::uint8_t* k, const std::uint8_t* v, std::int64_t bytes) {
+    return readRowsAs<16>(k, v, bytes);
 }
 /// The same read in 256-bit loads, for CPUs without AVX-512 (AVX2 hosts).
 __attribute__((target("avx"), noinline)) float
 readRows256(const std::uint8_t* k, const std::uint8_t* v, std::int64_t bytes) {
-    __m256 a = _mm256_setzero_ps(), b = a;
-    for (std::int64_t i = 0; i < bytes; i += 64) {
-        a = _mm256_add_ps(a, _mm256_load_ps(reinterpret_cast<const float*>(k + i)));
-        a = _mm256_add_ps(a, _mm256_load_ps(reinterpret_cast<const float*>(k + i + 32)));
-        if (v != k) {
-            b = _mm256_add_ps(b, _mm256_load_ps(reinterpret_cast<const float*>(v + i)));
-            b = _mm256_add_ps(b, _mm256_load_ps(reinterpret_cast<const float*>(v + i + 32)));
-        }
-    }
-    alignas(32) float lanes[8];
-    _mm256_store_ps(lanes, _mm256_add_ps(a, b));
-    float sum = 0;
-    for (float x : lanes)
-        sum += x;
-    return sum;
+    return readRowsAs<8>(k, v, bytes);
 }
 float readRows(const std::uint8_t* k, const std::uint8_t* v, std::int64_t bytes) {
     static const bool wide = __builtin_cpu_supports("avx512f");
