@@ -139,8 +139,10 @@ template <int W> struct Blocking {
     static constexpr int PC = W >= 16 ? 8 : 4;
     // P V on fp32 V (read where it lies or decoded): PRL x PCL, so the PCL V vectors stay in
     // registers beside the accumulators and each is loaded once per token (3 x 8 left no room
-    // for them: GCC folded every V load into each row's FMA, 27 loads per 24 FMAs).
-    static constexpr int PRL = W >= 16 ? 4 : 2;
+    // for them: GCC folded every V load into each row's FMA, 27 loads per 24 FMAs). AVX2: 3 x 4,
+    // 12 accumulators for its 2 FMA pipes of latency 4 (2 x 4 kept 8 chains and little else in
+    // flight: bf16 g 16 0.88, fp16 g 32 0.82 of the time, NOTES.md "twenty-eighth session").
+    static constexpr int PRL = W >= 16 ? 4 : 3;
     static constexpr int PCL = 4;
     /// Rows and output vectors of one P V pass on V stored as S.
     template <KvDtype S> static constexpr int pvRows() { return S == KvDtype::Fp32 ? PRL : PR; }
@@ -370,6 +372,13 @@ KVSCOPE_PK_INLINE void pvRows(const TileRows& v, std::int64_t n, std::int64_t r0
             for (int r = 0; r < RB; ++r)
                 p[r] = splatW<W>(pi[r * PROW]);
             const std::uint8_t* vr = v.row[i] + colBytes;
+#if defined(__GNUC__)
+            // vr in a register of its own, the PC loads at fixed offsets from it: else GCC adds
+            // colBytes + j W as PC loop-invariant indices, spills them and, with AVX2's 16
+            // registers, one V vector too (fp32 V at g 16: 24% of the samples on an FMA reading
+            // it back from the stack).
+            asm("" : "+r"(vr));
+#endif
             next.step();
             for (int j = 0; j < PC; ++j) {
                 const F vj = loadRowW<W, S>(vr, j * W);
