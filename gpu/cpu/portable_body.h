@@ -402,7 +402,9 @@ template <int W, int DV, int RB, KvDtype S, int PROW>
 KVSCOPE_PK_INLINE void pvRowsFrom(const TileRows& v, std::int64_t n, std::int64_t r0,
                                   std::int64_t nRows, std::int64_t pTok, Scratch& sc,
                                   SpreadTile& next) {
-    for (; r0 + RB <= nRows; r0 += RB)
+    // Blocks of 3 leave the last 4 rows to two blocks of 2, not 3 + 1: a single row keeps only
+    // PC accumulator chains in flight.
+    for (; r0 + RB <= nRows && !(RB == 3 && nRows - r0 == 4); r0 += RB)
         pvRows<W, DV, RB, S, PROW>(v, n, r0, pTok, sc, next);
     if constexpr (RB > 1)
         if (r0 < nRows)
