@@ -151,7 +151,7 @@ template <int W> KVSCOPE_PK_INLINE typename Lanes<W>::F fp16ToFloatW(const std::
 
 /// bf16 -> fp32 of W values at p: one zero-extending load (vpmovzxwd) and a shift. GCC 12 built
 /// __builtin_convertvector of 8 uint16 for AVX2 as two 128-bit vpmovzxwd, a byte shift and an
-/// insert, and the bf16 kernel spent most of its P V on them.
+/// insert, and this kernel's P V on bf16 V spent most of its time on them.
 #if defined(__GNUC__) && defined(__x86_64__)
 template <int W> KVSCOPE_PK_INLINE typename Lanes<W>::F bf16ToFloatW(const std::uint8_t* p) {
     typename Lanes<W>::F v;
