@@ -19,15 +19,24 @@
 
 namespace kvscope::gpu::detail::cpu {
 
-int portableWidth() {
-    int w = 4;
+namespace {
+
+/// The widest vector width this CPU runs (16 with AVX-512 F/DQ/VL, 8 with AVX2 and FMA, else 4).
+int cpuWidth() {
 #if defined(__GNUC__) && defined(__x86_64__)
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
         __builtin_cpu_supports("avx512vl"))
-        w = 16;
-    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        w = 8;
+        return 16;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return 8;
 #endif
+    return 4;
+}
+
+} // namespace
+
+int portableWidth() {
+    int w = cpuWidth();
     if (const char* force = std::getenv("KVSCOPE_CPU_VECTOR")) {
         const int f = std::atoi(force);
         if ((f == 4 || f == 8 || f == 16) && f <= w)
@@ -48,15 +57,15 @@ PortableKernel portableKernel(int width, std::int64_t keyDim, std::int64_t value
 }
 
 int portableFp8Mismatch(int width) {
+    if ((width != 4 && width != 8 && width != 16) || width > cpuWidth())
+        return -2;
 #if defined(__GNUC__) && defined(__x86_64__)
     if (width == 16)
-        return __builtin_cpu_supports("avx512f") ? w16::fp8DecodeMismatch<16>() : -2;
+        return w16::fp8DecodeMismatch<16>();
     if (width == 8)
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")
-                   ? w8::fp8DecodeMismatch<8>()
-                   : -2;
+        return w8::fp8DecodeMismatch<8>();
 #endif
-    return width == 4 ? w4::fp8DecodeMismatch<4>() : -2;
+    return w4::fp8DecodeMismatch<4>();
 }
 
 } // namespace kvscope::gpu::detail::cpu
